@@ -1,0 +1,34 @@
+# agentsh — the two front-door commands are `make run` and `make test`.
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.agentsh-installed
+VAR   := $(CURDIR)/var
+
+.PHONY: setup run test lint bench install clean
+
+setup:
+	@bash agent/bootstrap/setup-host.sh --venv $(VENV)
+
+# The daemon in the foreground on the embedded default policy, state under ./var/.
+run: setup
+	@mkdir -p $(VAR)
+	$(VENV)/bin/agentshd --foreground --config-dir $(VAR)/etc \
+	  --state-dir $(VAR)/lib --events $(VAR)/log/events.jsonl \
+	  --socket $(VAR)/run/agentsh.sock
+
+test: setup
+	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc = 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+install: setup
+	$(VENV)/bin/agentshctl install-service
+
+clean:
+	rm -rf var .pytest_cache

@@ -1,0 +1,376 @@
+"""Event types: the one JSONL event stream's schema.
+
+Every event has the common envelope (``id``, ``timestamp``, ``type``,
+``source``, ``host``, ``session_id`` and process fields where known) plus the
+fields of its type, named as in the seed designs. ``agentshctl events schema``
+prints the JSON Schema generated from these models; docs/events.md describes
+them for people.
+
+Producers build a model and hand it to ``EventWriter.emit``; the writer fills
+``id``, ``timestamp`` and ``host`` when empty. Events that arrive over the
+control socket (from shims and the proxy) are validated with ``parse_event``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Source = Literal["daemon", "proxy", "shim", "bpf", "hook", "ctl"]
+ServerType = Literal["stdio", "http", "sse", ""]
+Action = Literal["allow", "block"]
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    timestamp: str = ""
+    type: str
+    source: Source = "daemon"
+    host: str = ""
+    session_id: str | None = None
+    # process fields, where known
+    pid: int | None = None
+    ppid: int | None = None
+    uid: int | None = None
+    username: str | None = None
+    comm: str | None = None
+    exe: str | None = None
+    cmdline: list[str] | None = None
+
+
+# ------------------------------------------------------------------ lifecycle
+
+
+class DaemonStarted(Event):
+    type: Literal["daemon_started"] = "daemon_started"
+    version: str
+    config_dir: str
+    socket: str
+    events_path: str
+
+
+class DaemonStopping(Event):
+    type: Literal["daemon_stopping"] = "daemon_stopping"
+    reason: str
+    uptime_seconds: float
+
+
+class ComponentExited(Event):
+    type: Literal["component_exited"] = "component_exited"
+    component: str
+    exit_code: int | None = None
+    signal: str | None = None
+    restarts: int = 0
+    will_restart: bool = False
+    next_restart_in_seconds: float | None = None
+
+
+class PolicyLoaded(Event):
+    type: Literal["policy_loaded"] = "policy_loaded"
+    hash: str
+    files: list[str]
+    trigger: str = "start"  # start|sighup|api|watch
+
+
+class PolicyRejected(Event):
+    type: Literal["policy_rejected"] = "policy_rejected"
+    errors: list[str]
+    files: list[str]
+    trigger: str = "start"
+    kept_hash: str | None = None
+
+
+class EventsDropped(Event):
+    type: Literal["events_dropped"] = "events_dropped"
+    dropped_total: int
+    dropped_since_last: int
+
+
+class EventsRotated(Event):
+    type: Literal["events_rotated"] = "events_rotated"
+    reason: str  # size|reopen
+    path: str
+
+
+# ------------------------------------------------------------------ MCP (seed 001)
+
+
+class DetectionMatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    position: int
+    context: str = ""
+
+
+class DetectionResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pattern: str
+    category: str
+    severity: Literal["low", "medium", "high", "critical"]
+    matches: list[DetectionMatch]
+    field: str
+
+
+class FieldChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    field: str
+    previous: str
+    new: str
+
+
+class MCPToolSeen(Event):
+    type: Literal["mcp_tool_seen"] = "mcp_tool_seen"
+    server_id: str
+    server_type: ServerType = "stdio"
+    server_addr: str | None = None
+    tool_name: str
+    tool_hash: str
+    description: str | None = None
+    status: Literal["new", "unchanged", "changed"]
+    detections: list[DetectionResult] = Field(default_factory=list)
+    max_severity: str | None = None
+    blocked: bool = False
+
+
+class MCPToolChanged(Event):
+    type: Literal["mcp_tool_changed"] = "mcp_tool_changed"
+    server_id: str
+    tool_name: str
+    previous_hash: str
+    new_hash: str
+    changes: list[FieldChange]
+    detections: list[DetectionResult] = Field(default_factory=list)
+    action: Literal["block", "alert", "allow"] = "alert"
+
+
+class MCPDetection(Event):
+    type: Literal["mcp_detection"] = "mcp_detection"
+    server_id: str
+    tool_name: str
+    detection: DetectionResult
+    action: Literal["alert", "warn", "block"]
+
+
+class MCPToolShadowed(Event):
+    type: Literal["mcp_tool_shadowed"] = "mcp_tool_shadowed"
+    tool_name: str
+    server_id: str
+    other_server_ids: list[str]
+
+
+# ------------------------------------------------------------------ MCP calls (seed 000)
+
+
+class MCPToolCalled(Event):
+    """A tools/call seen by a shim on a server's stdin, with the decision taken."""
+
+    type: Literal["mcp_tool_called"] = "mcp_tool_called"
+    server_id: str
+    tool_name: str
+    jsonrpc_id: Any = None
+    input: Any = None
+    action: Action = "allow"
+    reason: str | None = None
+    server_type: ServerType = "stdio"
+    tool_hash: str | None = None
+
+
+class MCPToolCallIntercepted(Event):
+    type: Literal["mcp_tool_call_intercepted"] = "mcp_tool_call_intercepted"
+    request_id: str
+    dialect: Literal["anthropic", "openai", "openai-responses"]
+    tool_name: str
+    tool_call_id: str
+    input: Any = None
+    server_id: str
+    server_type: ServerType
+    server_addr: str | None = None
+    tool_hash: str
+    action: Action
+    reason: str | None = None
+
+
+class MCPNetworkConnection(Event):
+    type: Literal["mcp_network_connection"] = "mcp_network_connection"
+    remote_addr: str
+    server_id: str
+    server_type: ServerType
+    action: Action
+    protocol: Literal["tcp", "udp"] = "tcp"
+    family: Literal["ipv4", "ipv6"] = "ipv4"
+    phase: Literal["connect", "existing", "sendmsg"] = "connect"
+    cgroup_id: int | None = None
+    tag: str | None = None
+
+
+class NetworkConnect(Event):
+    """Audit-everything mode (``network.trace_all``): every connect() with its result."""
+
+    type: Literal["network_connect"] = "network_connect"
+    remote_addr: str
+    family: Literal["ipv4", "ipv6", "unix", "other"]
+    result: int
+    cgroup_id: int | None = None
+
+
+class BPFLostEvents(Event):
+    type: Literal["bpf_lost_events"] = "bpf_lost_events"
+    lost_total: int
+    lost_since_last: int
+
+
+class MCPServerDiscovered(Event):
+    type: Literal["mcp_server_discovered"] = "mcp_server_discovered"
+    server_id: str
+    server_type: ServerType
+    server_addr: str
+    tools: int
+    error: str | None = None
+    tls_fingerprint_ok: bool | None = None
+
+
+# ------------------------------------------------------------------ shims
+
+
+class ShimRegistered(Event):
+    type: Literal["shim_registered"] = "shim_registered"
+    server_id: str
+    command: list[str]
+
+
+class ShimExited(Event):
+    type: Literal["shim_exited"] = "shim_exited"
+    server_id: str
+    exit_code: int | None = None
+    calls: int = 0
+    blocks: int = 0
+
+
+class ProtocolError(Event):
+    """Malformed JSON-RPC / SSE seen and forwarded unchanged (sampled, with counts)."""
+
+    type: Literal["protocol_error"] = "protocol_error"
+    layer: Literal["shim", "proxy"]
+    detail: str
+    count: int = 1
+    server_id: str | None = None
+
+
+# ------------------------------------------------------------------ LLM proxy
+
+
+class LLMRequest(Event):
+    type: Literal["llm_request"] = "llm_request"
+    request_id: str
+    provider: Literal["anthropic", "openai", "unknown"]
+    dialect: str | None = None
+    model: str | None = None
+    path: str
+    status: int
+    streaming: bool
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float
+    request_bytes: int
+    response_bytes: int
+    tool_calls: int = 0
+    tool_calls_blocked: int = 0
+    redactions: dict[str, int] = Field(default_factory=dict)
+    malformed_lines: int = 0
+    error: str | None = None
+
+
+# ------------------------------------------------------------------ hooks / flow (seed 002)
+
+
+class HookEvaluation(Event):
+    type: Literal["hook_evaluation"] = "hook_evaluation"
+    hook_event: str
+    tool_name: str
+    decision: Literal["allow", "warn", "ask", "deny"]
+    reason: str | None = None
+    classification: str | None = None
+    flow_type: str | None = None
+    risk_level: str | None = None
+
+
+class FlowSummary(Event):
+    type: Literal["flow_summary"] = "flow_summary"
+    duration_seconds: float
+    total_origins: int
+    total_flow_edges: int
+    flow_type_distribution: dict[str, int] = Field(default_factory=dict)
+    risk_level_distribution: dict[str, int] = Field(default_factory=dict)
+    linked_mcp_sessions: list[str] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)
+
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    DaemonStarted,
+    DaemonStopping,
+    ComponentExited,
+    PolicyLoaded,
+    PolicyRejected,
+    EventsDropped,
+    EventsRotated,
+    MCPToolSeen,
+    MCPToolChanged,
+    MCPDetection,
+    MCPToolShadowed,
+    MCPToolCalled,
+    MCPToolCallIntercepted,
+    MCPNetworkConnection,
+    NetworkConnect,
+    BPFLostEvents,
+    MCPServerDiscovered,
+    ShimRegistered,
+    ShimExited,
+    ProtocolError,
+    LLMRequest,
+    HookEvaluation,
+    FlowSummary,
+)
+
+AnyEvent = Annotated[
+    DaemonStarted
+    | DaemonStopping
+    | ComponentExited
+    | PolicyLoaded
+    | PolicyRejected
+    | EventsDropped
+    | EventsRotated
+    | MCPToolSeen
+    | MCPToolChanged
+    | MCPDetection
+    | MCPToolShadowed
+    | MCPToolCalled
+    | MCPToolCallIntercepted
+    | MCPNetworkConnection
+    | NetworkConnect
+    | BPFLostEvents
+    | MCPServerDiscovered
+    | ShimRegistered
+    | ShimExited
+    | ProtocolError
+    | LLMRequest
+    | HookEvaluation
+    | FlowSummary,
+    Field(discriminator="type"),
+]
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+TYPE_NAMES: frozenset[str] = frozenset(
+    t.model_fields["type"].default for t in EVENT_TYPES
+)
+
+
+def parse_event(data: dict[str, Any]) -> Event:
+    """Validate an event that came from outside the daemon (shim, proxy, spool)."""
+    return _ADAPTER.validate_python(data)
+
+
+def json_schema() -> dict[str, Any]:
+    return _ADAPTER.json_schema()
