@@ -1,0 +1,88 @@
+"""agentshctl events tail|schema|reopen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import orjson
+
+from agentsh.agent.client import DaemonUnavailable, call
+from agentsh.agent.ctl.common import api, die, print_json, socket_of
+from agentsh.agent.events import reader
+from agentsh.agent.events.models import TYPE_NAMES, json_schema
+
+DEFAULT_EVENTS = "/var/log/agentsh/events.jsonl"
+
+
+def events_path(ctx: click.Context, explicit: str | None) -> Path:
+    """The log file: --events, else what the running daemon writes, else the default."""
+    if explicit:
+        return Path(explicit)
+    try:
+        st = call(socket_of(ctx), "GET", "/v1/status")
+        return Path(st["events"]["path"])
+    except DaemonUnavailable:
+        return Path(DEFAULT_EVENTS)
+
+
+@click.group()
+def events() -> None:
+    """Read the event log."""
+
+
+@events.command()
+@click.option("-f", "--follow", is_flag=True, help="Keep reading as events arrive (survives rotation).")
+@click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
+@click.option("--since", help="Only events since: 10m, 2h, 1d or an RFC 3339 time.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON lines as written.")
+@click.option("--events", "events_file", help="Event log file (default: the daemon's).")
+@click.option("-n", "--lines", type=int, default=None, help="Only the last N matching events (without -f).")
+@click.pass_context
+def tail(
+    ctx: click.Context,
+    follow: bool,
+    types: tuple[str, ...],
+    since: str | None,
+    as_json: bool,
+    events_file: str | None,
+    lines: int | None,
+) -> None:
+    """Print events from the log, optionally following it."""
+    unknown = [t for t in types if t not in TYPE_NAMES]
+    if unknown:
+        die(f"unknown event type(s): {', '.join(unknown)} (see `agentshctl events schema`)")
+    path = events_path(ctx, events_file)
+    if not path.exists() and not follow:
+        die(f"no event log at {path}")
+    try:
+        since_dt = reader.parse_since(since) if since else None
+    except ValueError as e:
+        die(str(e))
+    it = reader.iter_events(path, types=set(types) or None, since=since_dt, follow=follow)
+    if lines is not None and not follow:
+        from collections import deque
+
+        it = iter(deque(it, maxlen=lines))
+    try:
+        for ev in it:
+            if as_json:
+                click.echo(orjson.dumps(ev).decode())
+            else:
+                click.echo(reader.format_event_line(ev))
+    except KeyboardInterrupt:
+        pass
+
+
+@events.command()
+def schema() -> None:
+    """Print the JSON Schema of every event type."""
+    print_json(json_schema())
+
+
+@events.command()
+@click.pass_context
+def reopen(ctx: click.Context) -> None:
+    """Reopen the event log (after an external logrotate moved it)."""
+    api(ctx, "POST", "/v1/events/reopen")
+    click.echo("event log reopened")

@@ -1,0 +1,125 @@
+"""agentshctl status: is the daemon healthy, and what is it doing?"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from agentsh.agent.ctl.common import ago, api, print_json, table
+
+
+def _ts(t: float | None) -> str:
+    if not t:
+        return "-"
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def render(st: dict[str, Any]) -> str:
+    out: list[str] = []
+    health = "healthy" if st["healthy"] else "DEGRADED"
+    out.append(f"agentshd {st['version']}  pid {st['pid']}  up {ago(st['uptime_seconds'])}  [{health}]")
+    for r in st.get("degraded_reasons", []):
+        out.append(f"  ! {r}")
+    out.append(f"socket   {st['socket']}")
+    p = st["policy"]
+    out.append("")
+    out.append(f"Policy   {p['hash']}  loaded {_ts(p['loaded_at'])}")
+    for f in p["files"]:
+        out.append(f"  {f}")
+    if p.get("last_error"):
+        out.append("  last reload rejected:")
+        out.extend(f"    {e}" for e in p["last_error"])
+    out.append("")
+    comps = st.get("components") or []
+    out.append("Components")
+    if comps:
+        rows = [
+            [
+                c["name"],
+                c["state"],
+                str(c["pid"] or "-"),
+                str(c["restarts"]),
+                ago(c["uptime_seconds"]),
+                _last_exit(c.get("last_exit")),
+            ]
+            for c in comps
+        ]
+        out.append(_indent(table(rows, ["NAME", "STATE", "PID", "RESTARTS", "UPTIME", "LAST EXIT"])))
+    else:
+        out.append("  (none)")
+    ev = st["events"]
+    out.append("")
+    out.append(
+        f"Events   {ev.get('path')}  written {ev.get('written', 0)}  dropped {ev.get('dropped', 0)}"
+        f"  queued {ev.get('queue_depth', 0)}"
+    )
+    out.append("")
+    shims = st.get("shims") or []
+    out.append(f"Shims    {len(shims)} live")
+    if shims:
+        rows = [
+            [
+                s["server_id"],
+                str(s["pid"]),
+                " ".join(s["command"])[:48],
+                str(s["tools"]),
+                str(s["calls"]),
+                str(s["blocks"]),
+            ]
+            for s in shims
+        ]
+        out.append(_indent(table(rows, ["SERVER", "PID", "COMMAND", "TOOLS", "CALLS", "BLOCKS"])))
+    mcp = st.get("mcp")
+    if mcp:
+        out.append("")
+        out.append("MCP      " + "  ".join(f"{k} {v}" for k, v in mcp.items() if not isinstance(v, dict | list)))
+    bpf = st.get("bpf") or {}
+    out.append("")
+    line = f"BPF      {bpf.get('state', 'unknown')}"
+    if bpf.get("reason"):
+        line += f" ({bpf['reason']})"
+    out.append(line)
+    for k in ("cgroup", "attached", "watched_servers", "events_seen", "lost_events", "last_resolve"):
+        if k in bpf and bpf[k] not in (None, [], {}):
+            out.append(f"  {k}: {bpf[k]}")
+    cov = st.get("security_coverage") or {}
+    out.append("")
+    out.append(
+        "Coverage "
+        + f"llm-proxy {'on' if cov.get('llm_proxy') else 'off'}, "
+        + f"stdio shims {cov.get('stdio_shims', 0)}, "
+        + f"network {'on' if cov.get('network') else 'off'}, "
+        + f"hooks {'on' if cov.get('hooks_active') else 'off'}"
+    )
+    return "\n".join(out)
+
+
+def _indent(s: str) -> str:
+    return "\n".join("  " + line for line in s.splitlines())
+
+
+def _last_exit(le: dict[str, Any] | None) -> str:
+    if not le:
+        return "-"
+    what = le.get("signal") or f"code {le.get('code')}"
+    return f"{what} {ago(time.time() - le['at'])} ago"
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Daemon health: policy, components, events, shims, BPF, coverage.
+
+    Exit 0 when healthy, 1 when degraded, 2 when the daemon is unreachable.
+    """
+    st = api(ctx, "GET", "/v1/status")
+    if as_json:
+        print_json(st)
+    else:
+        click.echo(render(st))
+    sys.exit(0 if st.get("healthy") else 1)

@@ -1,0 +1,250 @@
+"""Core control-API routes: status, policy, events, shims.
+
+Feature modules contribute their own routes (agent/daemon/api_mcp.py,
+agent/netmon/api.py); ``build_app`` collects them. Every non-GET request goes
+through the SO_PEERCRED middleware (agent/daemon/peercred.py).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import ValidationError
+
+from agentsh.agent.daemon.context import DaemonContext
+from agentsh.agent.daemon.peercred import make_middleware
+from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event
+from agentsh.agent.version import __version__
+
+MAX_EVENTS_PER_POST = 10_000
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise web.HTTPBadRequest(
+            body=orjson.dumps({"error": f"invalid JSON: {e}"}), content_type="application/json"
+        ) from None
+
+
+def _bad(msg: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(body=orjson.dumps({"error": msg}), content_type="application/json")
+
+
+def status_payload(ctx: DaemonContext) -> dict[str, Any]:
+    now = time.time()
+    lp = ctx.store.current
+    policy = lp.policy
+    degraded: list[str] = []
+    for name in ctx.supervisor.failed():
+        degraded.append(f"component {name} failed (restart budget used)")
+    if ctx.store.last_error:
+        degraded.append("last policy reload was rejected; previous policy in force")
+    ev = ctx.events.stats()
+    if ev.get("last_error"):
+        degraded.append(f"event log: {ev['last_error']}")
+    if ctx.netmon is not None:
+        bpf = ctx.netmon.status()
+    elif policy.network.enabled:
+        bpf = {"state": "unavailable", "reason": ctx.netmon_error or "not started"}
+    else:
+        bpf = {"state": "disabled", "reason": "network.enabled is false"}
+    if policy.network.enabled and bpf.get("state") != "active":
+        degraded.append(f"bpf: {bpf.get('state')} ({bpf.get('reason')})")
+    hooks_active = False
+    out: dict[str, Any] = {
+        "version": __version__,
+        "pid": os.getpid(),
+        "uptime_seconds": round(now - ctx.started_at, 3),
+        "started_at": ctx.started_at,
+        "socket": str(ctx.paths.socket),
+        "config_dir": str(ctx.paths.config_dir),
+        "state_dir": str(ctx.paths.state_dir),
+        "policy": {
+            "files": lp.files,
+            "hash": lp.hash,
+            "loaded_at": ctx.store.loaded_at,
+            "reloads": ctx.store.reloads,
+            "rejections": ctx.store.rejections,
+            "last_error": ctx.store.last_error,
+        },
+        "components": ctx.supervisor.status(),
+        "events": ev,
+        "shims": ctx.shims.list(),
+        "bpf": bpf,
+        "mcp": ctx.mcp.stats() if ctx.mcp is not None else None,
+        "security_coverage": {
+            "llm_proxy": policy.proxy.mode != "disabled",
+            "stdio_shims": len(ctx.shims),
+            "network": bpf.get("state") == "active",
+            "hooks_active": hooks_active,
+            "level": "full" if hooks_active else "proxy_only",
+        },
+    }
+    for name, fn in ctx.status_sections.items():
+        try:
+            out[name] = fn()
+        except Exception as e:
+            out[name] = {"error": str(e)}
+    out["healthy"] = not degraded
+    out["degraded_reasons"] = degraded
+    return out
+
+
+def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
+    async def status(request: web.Request) -> web.Response:
+        return _json(status_payload(ctx))
+
+    async def get_policy(request: web.Request) -> web.Response:
+        lp = ctx.store.current
+        return _json(
+            {
+                "hash": lp.hash,
+                "files": lp.files,
+                "loaded_at": ctx.store.loaded_at,
+                "policy": lp.policy.model_dump(mode="json"),
+            }
+        )
+
+    async def reload_policy(request: web.Request) -> web.Response:
+        ok, res = await ctx.store.reload("api")
+        if ok:
+            return _json({"ok": True, "hash": res.hash, "files": res.files})  # type: ignore[union-attr]
+        return _json(
+            {"ok": False, "errors": res, "kept_hash": ctx.store.current.hash}, status=422
+        )
+
+    async def post_events(request: web.Request) -> web.Response:
+        body = await _body(request)
+        items = body.get("events") if isinstance(body, dict) else None
+        if not isinstance(items, list):
+            raise _bad("expected {\"events\": [...]}")
+        if len(items) > MAX_EVENTS_PER_POST:
+            raise _bad(f"at most {MAX_EVENTS_PER_POST} events per request")
+        peer = request.get("peer")
+        accepted, rejected, errors = 0, 0, []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                rejected += 1
+                errors.append(f"events[{i}]: not an object")
+                continue
+            try:
+                ev = parse_event(item)
+            except ValidationError as e:
+                rejected += 1
+                if len(errors) < 20:
+                    first = e.errors(include_url=False)[0]
+                    loc = ".".join(str(p) for p in first["loc"])
+                    errors.append(f"events[{i}]: {loc}: {first['msg']}")
+                continue
+            if peer is not None and ev.pid is None:
+                ev.pid = peer.pid
+            if peer is not None and ev.uid is None:
+                ev.uid = peer.uid
+            if ctx.events.emit(ev):
+                accepted += 1
+        return _json({"accepted": accepted, "rejected": rejected, "errors": errors})
+
+    async def reopen(request: web.Request) -> web.Response:
+        ctx.events.request_reopen()
+        return _json({"ok": True})
+
+    async def shim_register(request: web.Request) -> web.Response:
+        body = await _body(request)
+        server_id = body.get("server_id")
+        pid = body.get("pid")
+        command = body.get("command") or []
+        if not isinstance(server_id, str) or not server_id:
+            raise _bad("server_id (string) is required")
+        if not isinstance(pid, int):
+            raise _bad("pid (int) is required")
+        if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+            raise _bad("command must be a list of strings")
+        peer = request.get("peer")
+        info = ctx.shims.register(
+            server_id, pid, command, body.get("session_id"), peer.uid if peer else None
+        )
+        ctx.events.emit(
+            ShimRegistered(
+                source="shim",
+                server_id=server_id,
+                command=command,
+                pid=pid,
+                uid=info.uid,
+                session_id=info.session_id,
+            )
+        )
+        return _json({"shim_id": info.shim_id, "policy_hash": ctx.store.current.hash})
+
+    async def shim_heartbeat(request: web.Request) -> web.Response:
+        body = await _body(request)
+        ok = ctx.shims.heartbeat(
+            request.match_info["shim_id"], body.get("tools"), body.get("calls"), body.get("blocks")
+        )
+        if not ok:
+            return _json({"error": "unknown shim (re-register)"}, status=404)
+        return _json({"ok": True, "policy_hash": ctx.store.current.hash})
+
+    async def shim_unregister(request: web.Request) -> web.Response:
+        body = await _body(request)
+        info = ctx.shims.unregister(request.match_info["shim_id"])
+        if info is None:
+            return _json({"error": "unknown shim"}, status=404)
+        ctx.events.emit(
+            ShimExited(
+                source="shim",
+                server_id=info.server_id,
+                pid=info.pid,
+                exit_code=body.get("exit_code") if isinstance(body.get("exit_code"), int) else None,
+                calls=info.calls,
+                blocks=info.blocks,
+                session_id=info.session_id,
+            )
+        )
+        return _json({"ok": True})
+
+    async def shims(request: web.Request) -> web.Response:
+        return _json({"shims": ctx.shims.list()})
+
+    async def components(request: web.Request) -> web.Response:
+        return _json({"components": ctx.supervisor.status()})
+
+    return [
+        web.get("/v1/status", status),
+        web.get("/v1/policy", get_policy),
+        web.post("/v1/policy/reload", reload_policy),
+        web.post("/v1/events", post_events),
+        web.post("/v1/events/reopen", reopen),
+        web.get("/v1/shims", shims),
+        web.post("/v1/shims/register", shim_register),
+        web.post("/v1/shims/{shim_id}/heartbeat", shim_heartbeat),
+        web.post("/v1/shims/{shim_id}/unregister", shim_unregister),
+        web.get("/v1/components", components),
+    ]
+
+
+def build_app(ctx: DaemonContext, extra_routes: list[web.RouteDef]) -> web.Application:
+    app = web.Application(
+        middlewares=[make_middleware(ctx.store.policy.daemon.group)],
+        client_max_size=64 * 1024 * 1024,
+    )
+    app.add_routes(core_routes(ctx))
+    app.add_routes(extra_routes)
+
+    async def not_found(request: web.Request) -> web.Response:
+        return _json({"error": f"no such endpoint: {request.method} {request.path}"}, status=404)
+
+    app.router.add_route("*", "/{tail:.*}", not_found)
+    return app

@@ -1,0 +1,246 @@
+"""Control-API routes of the MCP registry and decision pipeline.
+
+``POST /v1/mcp/decide`` is on the tool-call path of the shim and the LLM
+proxy: the body is validated by hand (no pydantic), the decision runs inline on
+the event loop (it is synchronous and takes microseconds). ``POST
+/v1/mcp/tools`` runs detection and SQLite work in a worker thread so a large
+tools/list never stalls other requests.
+
+Errors: ``{"error": "..."}`` with 400 (bad input) or 404 (unknown server/tool).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pwd
+from typing import Any
+
+import orjson
+from agentsh.agent.mcp.types import DecisionRequest
+from aiohttp import web
+
+MAX_TOOLS_PER_REGISTRATION = 10_000
+MAX_DECISIONS_PER_REQUEST = 1_000
+_SOURCES = frozenset({"shim", "proxy", "hook", "test"})
+_DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
+_SERVER_TYPES = frozenset({"stdio", "http", "sse"})
+_STR_FIELDS = ("server_id", "session_id", "request_id", "dialect", "tool_call_id")
+_REQ_FIELDS = frozenset(DecisionRequest.__dataclass_fields__)
+
+
+def _dumps(o: Any) -> str:
+    return orjson.dumps(o).decode()
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=_dumps)
+
+
+class BadInput(ValueError):
+    pass
+
+
+def _err(status: int, msg: str) -> web.Response:
+    return _json({"error": msg}, status=status)
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise BadInput(f"invalid JSON: {e}") from None
+
+
+def parse_decision_request(d: Any, where: str = "") -> DecisionRequest:
+    """Validate one DecisionRequest JSON object by hand (the hot path)."""
+    if not isinstance(d, dict):
+        raise BadInput(f"{where}expected a JSON object")
+    unknown = d.keys() - _REQ_FIELDS
+    if unknown:
+        raise BadInput(f"{where}unknown field(s): {', '.join(sorted(unknown))}")
+    name = d.get("tool_name")
+    if not isinstance(name, str) or not name:
+        raise BadInput(f"{where}tool_name (non-empty string) is required")
+    for k in _STR_FIELDS:
+        v = d.get(k)
+        if v is not None and not isinstance(v, str):
+            raise BadInput(f"{where}{k} must be a string or null")
+    if d.get("server_id") == "":
+        raise BadInput(f"{where}server_id must not be empty")
+    source = d.get("source", "shim")
+    if source not in _SOURCES:
+        raise BadInput(f"{where}source must be one of {', '.join(sorted(_SOURCES))}")
+    dialect = d.get("dialect")
+    if source == "proxy" and dialect not in _DIALECTS:
+        raise BadInput(f"{where}dialect must be one of {', '.join(sorted(_DIALECTS))}")
+    pid = d.get("pid")
+    if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
+        raise BadInput(f"{where}pid must be an integer or null")
+    emit = d.get("emit", True)
+    if not isinstance(emit, bool):
+        raise BadInput(f"{where}emit must be a boolean")
+    return DecisionRequest(
+        tool_name=name,
+        server_id=d.get("server_id"),
+        arguments=d.get("arguments"),
+        source=source,
+        session_id=d.get("session_id"),
+        request_id=d.get("request_id"),
+        dialect=dialect,
+        tool_call_id=d.get("tool_call_id"),
+        jsonrpc_id=d.get("jsonrpc_id"),
+        pid=pid,
+        emit=emit,
+    )
+
+
+def _peer_name(request: web.Request) -> str:
+    peer = request.get("peer")
+    if peer is None:
+        return ""
+    try:
+        return pwd.getpwuid(peer.uid).pw_name
+    except KeyError:
+        return f"uid:{peer.uid}"
+
+
+def routes(ctx: Any) -> list[web.RouteDef]:
+    """``ctx.mcp`` is the daemon's agentsh.agent.mcp.service.MCPService."""
+
+    async def decide(request: web.Request) -> web.Response:
+        try:
+            body = await _body(request)
+            if isinstance(body, dict) and "requests" in body:
+                items = body["requests"]
+                if not isinstance(items, list):
+                    raise BadInput("requests must be a list")
+                if len(items) > MAX_DECISIONS_PER_REQUEST:
+                    raise BadInput(f"at most {MAX_DECISIONS_PER_REQUEST} requests per call")
+                reqs = [parse_decision_request(x, f"requests[{i}]: ") for i, x in enumerate(items)]
+                mcp = ctx.mcp
+                return _json({"decisions": [mcp.decide(r).to_json() for r in reqs]})
+            req = parse_decision_request(body)
+        except BadInput as e:
+            return _err(400, str(e))
+        return _json(ctx.mcp.decide(req).to_json())
+
+    async def register(request: web.Request) -> web.Response:
+        try:
+            body = await _body(request)
+            if not isinstance(body, dict):
+                raise BadInput("expected a JSON object")
+            server_id = body.get("server_id")
+            if not isinstance(server_id, str) or not server_id:
+                raise BadInput("server_id (non-empty string) is required")
+            server_type = body.get("server_type", "stdio")
+            if server_type not in _SERVER_TYPES:
+                raise BadInput(f"server_type must be one of {', '.join(sorted(_SERVER_TYPES))}")
+            server_addr = body.get("server_addr")
+            if server_addr is not None and not isinstance(server_addr, str):
+                raise BadInput("server_addr must be a string or null")
+            tools = body.get("tools")
+            if not isinstance(tools, list):
+                raise BadInput("tools (list of tool definitions) is required")
+            if len(tools) > MAX_TOOLS_PER_REGISTRATION:
+                raise BadInput(f"at most {MAX_TOOLS_PER_REGISTRATION} tools per registration")
+            for i, t in enumerate(tools):
+                if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not t["name"]:
+                    raise BadInput(f"tools[{i}]: must be an object with a non-empty string 'name'")
+            session_id = body.get("session_id")
+            if session_id is not None and not isinstance(session_id, str):
+                raise BadInput("session_id must be a string or null")
+            complete = body.get("complete", True)
+            if not isinstance(complete, bool):
+                raise BadInput("complete must be a boolean")
+            source = body.get("source", "shim")
+            if source not in ("shim", "daemon", "proxy", "ctl"):
+                raise BadInput("source must be one of ctl, daemon, proxy, shim")
+            pid = body.get("pid")
+            if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
+                raise BadInput("pid must be an integer or null")
+            verdicts = await asyncio.to_thread(
+                ctx.mcp.register_tools,
+                server_id,
+                server_type,
+                server_addr,
+                tools,
+                session_id,
+                source,
+                complete,
+                pid,
+            )
+        except BadInput as e:
+            return _err(400, str(e))
+        except ValueError as e:
+            return _err(400, str(e))
+        return _json({"tools": [v.to_json() for v in verdicts]})
+
+    async def registry_list(request: web.Request) -> web.Response:
+        server = request.query.get("server") or None
+        return _json({"tools": ctx.mcp.list(server)})
+
+    async def registry_show(request: web.Request) -> web.Response:
+        server, tool = request.match_info["server"], request.match_info["tool"]
+        d = ctx.mcp.show(server, tool)
+        if d is None:
+            return _err(404, f"no tool {tool!r} from server {server!r} in the registry")
+        return _json(d)
+
+    async def servers(request: web.Request) -> web.Response:
+        reg = ctx.mcp.registry
+        return _json(
+            {
+                "servers": [
+                    {
+                        "server_id": s.server_id,
+                        "server_type": s.server_type,
+                        "server_addr": s.server_addr,
+                        "active": s.active,
+                        "tools_listed": sum(1 for e in reg.list(s.server_id) if e.listed),
+                    }
+                    for s in sorted(reg.servers().values(), key=lambda s: s.server_id)
+                ],
+                "addrs": ctx.mcp.server_addrs(),
+            }
+        )
+
+    async def approve(request: web.Request) -> web.Response:
+        try:
+            body = await _body(request)
+            if not isinstance(body, dict):
+                raise BadInput("expected a JSON object")
+            server = body.get("server")
+            if not isinstance(server, str) or not server:
+                raise BadInput("server (non-empty string) is required")
+            all_tools = body.get("all", False)
+            if not isinstance(all_tools, bool):
+                raise BadInput("all must be a boolean")
+            tool = body.get("tool")
+            if all_tools == (tool is not None):
+                raise BadInput("give exactly one of tool (string) and all: true")
+            if tool is not None and (not isinstance(tool, str) or not tool):
+                raise BadInput("tool must be a non-empty string")
+            by = body.get("approved_by")
+            if by is not None and not isinstance(by, str):
+                raise BadInput("approved_by must be a string")
+            by = by or _peer_name(request)
+            try:
+                entries = ctx.mcp.approve(server, tool, all_tools, by)
+            except KeyError:
+                what = f"tool {tool!r} of server {server!r}" if tool else f"server {server!r}"
+                return _err(404, f"no {what} in the registry")
+        except BadInput as e:
+            return _err(400, str(e))
+        return _json({"approved": entries})
+
+    return [
+        web.post("/v1/mcp/decide", decide),
+        web.post("/v1/mcp/tools", register),
+        web.get("/v1/mcp/registry", registry_list),
+        web.get("/v1/mcp/registry/{server}/{tool}", registry_show),
+        web.get("/v1/mcp/servers", servers),
+        web.post("/v1/mcp/approve", approve),
+    ]

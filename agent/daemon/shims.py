@@ -1,0 +1,94 @@
+"""Live stdio shims known to the daemon (register / heartbeat / unregister)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+
+@dataclass
+class ShimInfo:
+    shim_id: str
+    server_id: str
+    pid: int
+    command: list[str]
+    session_id: str | None
+    uid: int | None
+    registered_at: float = field(default_factory=time.time)
+    last_seen: float = field(default_factory=time.time)
+    tools: int = 0
+    calls: int = 0
+    blocks: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "shim_id": self.shim_id,
+            "server_id": self.server_id,
+            "pid": self.pid,
+            "command": self.command,
+            "session_id": self.session_id,
+            "uid": self.uid,
+            "registered_at": self.registered_at,
+            "last_seen_seconds_ago": round(time.time() - self.last_seen, 1),
+            "tools": self.tools,
+            "calls": self.calls,
+            "blocks": self.blocks,
+        }
+
+
+class ShimTable:
+    def __init__(self, heartbeat_timeout: float = 30.0) -> None:
+        self._shims: dict[str, ShimInfo] = {}
+        self._ids = itertools.count(1)
+        self.heartbeat_timeout = heartbeat_timeout
+
+    def register(
+        self,
+        server_id: str,
+        pid: int,
+        command: list[str],
+        session_id: str | None,
+        uid: int | None,
+    ) -> ShimInfo:
+        shim_id = f"shim-{pid}-{next(self._ids)}"
+        info = ShimInfo(shim_id, server_id, pid, command, session_id, uid)
+        self._shims[shim_id] = info
+        return info
+
+    def heartbeat(self, shim_id: str, tools: int | None, calls: int | None, blocks: int | None) -> bool:
+        info = self._shims.get(shim_id)
+        if info is None:
+            return False
+        info.last_seen = time.time()
+        if tools is not None:
+            info.tools = tools
+        if calls is not None:
+            info.calls = calls
+        if blocks is not None:
+            info.blocks = blocks
+        return True
+
+    def unregister(self, shim_id: str) -> ShimInfo | None:
+        return self._shims.pop(shim_id, None)
+
+    def expire(self) -> list[ShimInfo]:
+        """Drop shims whose process is gone or that missed heartbeats."""
+        now = time.time()
+        gone = [
+            s
+            for s in self._shims.values()
+            if not psutil.pid_exists(s.pid) or now - s.last_seen > self.heartbeat_timeout
+        ]
+        for s in gone:
+            self._shims.pop(s.shim_id, None)
+        return gone
+
+    def list(self) -> list[dict[str, Any]]:
+        return [s.snapshot() for s in self._shims.values()]
+
+    def __len__(self) -> int:
+        return len(self._shims)

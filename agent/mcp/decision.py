@@ -1,0 +1,361 @@
+"""The one MCP tool-call decision pipeline, shared by the shim, the LLM proxy and
+(via the daemon) every other layer, so rate limits and pins are one truth.
+
+Order (seeds 000/003; first block wins):
+
+1. registry lookup: unknown → ``unknown tool, fail closed`` when
+   ``mcp.fail_closed``, else allow (``known=False``; no event from the proxy)
+2. server policy: ``denied_servers`` → ``server denied``; ``server_policy:
+   allowlist`` and no ``allowed_servers`` match → ``server not in allowlist``
+3. tool policy: a ``denied_tools`` rule (server+tool globs, optional hash) →
+   ``tool denied``; ``tool_policy: allowlist`` and no ``allowed_tools`` match →
+   ``tool not in allowlist``
+4. rate limit (``rate_limits.enabled``): no token → ``rate limit exceeded for
+   server "S"``. Only calls that pass 2-3 reach the bucket and a call without a
+   token consumes nothing.
+5. version pin (``version_pinning.enabled``, hash != pin, not approved):
+   ``on_change: block`` → ``tool "T" hash changed (pinned: P, current: C)``;
+   ``alert`` → allowed with alert ``tool "T" hash changed (alert only)``
+6. detection (``inspection.on_detection.action: block``, a detection at or
+   above ``alert_threshold``, not approved) → ``tool definition flagged:
+   <category> (<severity>)``
+7. allow
+
+``mcp.enforce_policy: false`` turns every block into an allow whose reason is
+``would block: <reason>``. Steps 2-3 depend only on (server, tool, hash) and the
+policy, so their result is cached per policy version.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+from agentsh.agent.events.models import Event, MCPToolCalled, MCPToolCallIntercepted
+from agentsh.agent.mcp.ratelimit import RateLimiter
+from agentsh.agent.mcp.registry import ToolEntry, ToolRegistry
+from agentsh.agent.mcp.types import Decision, DecisionRequest
+from agentsh.agent.policy.globs import glob_match
+from agentsh.agent.policy.schema import SEVERITY_RANK, MCPConfig, MCPToolRule, Policy
+
+log = logging.getLogger(__name__)
+
+R_SERVER_DENIED = "server denied"
+R_SERVER_NOT_ALLOWED = "server not in allowlist"
+R_TOOL_DENIED = "tool denied"
+R_TOOL_NOT_ALLOWED = "tool not in allowlist"
+R_UNKNOWN_FAIL_CLOSED = "unknown tool, fail closed"
+WOULD_BLOCK = "would block: "
+_STATIC_CACHE_MAX = 65536
+_DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
+
+
+def q(s: str) -> str:
+    """Quote like Go's %q (JSON string quoting is the same for printable text)."""
+    return orjson.dumps(s).decode()
+
+
+def r_rate_limited(server_id: str) -> str:
+    return f"rate limit exceeded for server {q(server_id)}"
+
+
+def r_pin_changed(tool: str, pinned: str, current: str) -> str:
+    return f"tool {q(tool)} hash changed (pinned: {pinned}, current: {current})"
+
+
+def r_pin_alert(tool: str) -> str:
+    return f"tool {q(tool)} hash changed (alert only)"
+
+
+def r_flagged(category: str, severity: str) -> str:
+    return f"tool definition flagged: {category} ({severity})"
+
+
+def _norm_hash(h: str | None) -> str | None:
+    if h is None:
+        return None
+    h = h.strip().lower()
+    return h if h.startswith("sha256:") else "sha256:" + h
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    server: str
+    tool: str
+    hash: str | None
+
+    def matches(self, server_id: str, tool: str, h: str | None) -> bool:
+        if self.hash is not None and self.hash != h:
+            return False
+        return glob_match(self.server, server_id) and glob_match(self.tool, tool)
+
+
+def _rules(rules: list[MCPToolRule]) -> tuple[_Rule, ...]:
+    return tuple(_Rule(r.server, r.tool, _norm_hash(r.hash)) for r in rules)
+
+
+class _Compiled:
+    """The MCP policy, flattened once per reload for the hot path."""
+
+    def __init__(self, mcp: MCPConfig) -> None:
+        self.enforce = mcp.enforce_policy
+        self.fail_closed = mcp.fail_closed
+        self.denied_servers = tuple(r.id for r in mcp.denied_servers)
+        self.server_allowlist = mcp.server_policy == "allowlist"
+        self.allowed_servers = tuple(r.id for r in mcp.allowed_servers)
+        self.denied_tools = _rules(mcp.denied_tools)
+        self.tool_allowlist = mcp.tool_policy == "allowlist"
+        self.allowed_tools = _rules(mcp.allowed_tools)
+        self.rate_limits = mcp.rate_limits.enabled
+        vp = mcp.version_pinning
+        self.pin_enabled = vp.enabled and vp.on_change != "allow"
+        self.pin_block = vp.on_change == "block"
+        insp = mcp.inspection
+        self.detect_block = insp.enabled and insp.on_detection.action == "block"
+        self.threshold = SEVERITY_RANK[insp.detection.alert_threshold]
+        self._static: dict[tuple[str, str, str | None], str | None] = {}
+
+    def static(self, server_id: str, tool: str, h: str | None) -> str | None:
+        """Steps 2-3: server and tool policy. Cached: depends on nothing else."""
+        key = (server_id, tool, h)
+        try:
+            return self._static[key]
+        except KeyError:
+            pass
+        reason = self._static_eval(server_id, tool, h)
+        if len(self._static) >= _STATIC_CACHE_MAX:
+            self._static.clear()
+        self._static[key] = reason
+        return reason
+
+    def _static_eval(self, server_id: str, tool: str, h: str | None) -> str | None:
+        if any(glob_match(p, server_id) for p in self.denied_servers):
+            return R_SERVER_DENIED
+        if self.server_allowlist and not any(glob_match(p, server_id) for p in self.allowed_servers):
+            return R_SERVER_NOT_ALLOWED
+        if any(r.matches(server_id, tool, h) for r in self.denied_tools):
+            return R_TOOL_DENIED
+        if self.tool_allowlist and not any(r.matches(server_id, tool, h) for r in self.allowed_tools):
+            return R_TOOL_NOT_ALLOWED
+        return None
+
+    def definition(self, e: ToolEntry, alerts: list[str] | None) -> str | None:
+        """Steps 5-6: what the tool's definition (pin, detections) says."""
+        if (
+            self.pin_enabled
+            and e.pinned_hash is not None
+            and e.pinned_hash != e.hash
+            and not e.approved
+        ):
+            if self.pin_block:
+                return r_pin_changed(e.tool_name, e.pinned_hash, e.hash)
+            if alerts is not None:
+                alerts.append(r_pin_alert(e.tool_name))
+        if (
+            self.detect_block
+            and e.max_severity is not None
+            and SEVERITY_RANK.get(e.max_severity, -1) >= self.threshold
+            and not e.approved
+        ):
+            best = max(
+                (d for d in e.detections if SEVERITY_RANK.get(d.get("severity", ""), -1) >= 0),
+                key=lambda d: SEVERITY_RANK[d["severity"]],
+            )
+            return r_flagged(str(best.get("category") or best.get("pattern")), best["severity"])
+        return None
+
+
+class DecisionEngine:
+    """``decide(req)``: synchronous, lock-free on the registry, one event per decision."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        policy: Policy,
+        emit: Callable[[Event], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.registry = registry
+        self._emit = emit
+        self.ratelimiter = RateLimiter(policy.mcp.rate_limits, clock)
+        self.counts: dict[str, int] = {
+            "allow": 0,
+            "block": 0,
+            "would_block": 0,
+            "unknown": 0,
+            "emit_failed": 0,
+        }
+        self._c = _Compiled(policy.mcp)
+
+    def update_policy(self, policy: Policy) -> None:
+        self._c = _Compiled(policy.mcp)
+        self.ratelimiter.update(policy.mcp.rate_limits)
+
+    def definition_block(self, e: ToolEntry) -> str | None:
+        """Whether the tool's definition alone blocks it (pin block or detection
+        block), for hiding it from tools/list. None when not enforcing."""
+        c = self._c
+        return c.definition(e, None) if c.enforce else None
+
+    # ------------------------------------------------------------------ the pipeline
+
+    def decide(self, req: DecisionRequest) -> Decision:
+        c = self._c
+        if req.server_id is not None:
+            e = self.registry.live(req.server_id, req.tool_name)
+            cands: tuple[ToolEntry, ...] = (e,) if e is not None else ()
+        else:
+            cands = self.registry.resolve(req.tool_name)
+        if not cands:
+            return self._unknown(req, c)
+        alerts: list[str] = []
+        if len(cands) == 1:
+            e = cands[0]
+            reason = c.static(e.server_id, e.tool_name, e.hash)
+            if reason is None and c.rate_limits and not self.ratelimiter.take(e.server_id):
+                reason = r_rate_limited(e.server_id)
+            if reason is None:
+                reason = c.definition(e, alerts)
+            return self._finish(req, c, e, reason, alerts, True)
+        # Several servers list this name: block if any of them would block.
+        reason = None
+        chosen = cands[0]
+        for e in cands:
+            reason = c.static(e.server_id, e.tool_name, e.hash)
+            if reason is not None:
+                chosen = e
+                break
+        if reason is None and c.rate_limits:
+            sids = tuple(dict.fromkeys(e.server_id for e in cands))
+            empty = self.ratelimiter.take_all(sids)
+            if empty is not None:
+                reason = r_rate_limited(empty)
+                chosen = next(e for e in cands if e.server_id == empty)
+        if reason is None:
+            for e in cands:
+                reason = c.definition(e, alerts)
+                if reason is not None:
+                    chosen = e
+                    break
+        if reason is None:
+            alerts.append(
+                f"ambiguous tool name {q(req.tool_name)}: provided by servers "
+                + ", ".join(q(e.server_id) for e in cands)
+            )
+        return self._finish(req, c, chosen, reason, alerts, True)
+
+    def _unknown(self, req: DecisionRequest, c: _Compiled) -> Decision:
+        self.counts["unknown"] += 1
+        reason = None
+        server_type = ""
+        server_addr = ""
+        if req.server_id is not None:
+            # The shim knows the server for sure: server policy and hash-less tool
+            # rules apply even to a tool the registry has not seen listed.
+            reason = c.static(req.server_id, req.tool_name, None)
+            srv = self.registry.servers().get(req.server_id)
+            if srv is not None:
+                server_type, server_addr = srv.server_type, srv.server_addr
+        if reason is None and c.fail_closed:
+            reason = R_UNKNOWN_FAIL_CLOSED
+        d = Decision(
+            action="allow",
+            reason="",
+            server_id=req.server_id or "",
+            server_type=server_type,  # type: ignore[arg-type]
+            server_addr=server_addr,
+            known=False,
+            tool_name=req.tool_name,
+        )
+        self._apply(d, c, reason)
+        if req.emit and (req.source == "shim" or (req.source == "proxy" and d.reason)):
+            self._send(req, d)
+        return d
+
+    def _finish(
+        self,
+        req: DecisionRequest,
+        c: _Compiled,
+        e: ToolEntry,
+        reason: str | None,
+        alerts: list[str],
+        known: bool,
+    ) -> Decision:
+        d = Decision(
+            action="allow",
+            reason="",
+            server_id=e.server_id,
+            server_type=e.server_type,  # type: ignore[arg-type]
+            server_addr=e.server_addr,
+            tool_hash=e.hash,
+            known=known,
+            tool_name=e.tool_name,
+            alerts=alerts,
+        )
+        self._apply(d, c, reason)
+        if not d.reason and alerts:
+            d.reason = "; ".join(alerts)
+        if req.emit and req.source in ("shim", "proxy"):
+            self._send(req, d)
+        return d
+
+    def _apply(self, d: Decision, c: _Compiled, reason: str | None) -> None:
+        if reason is None:
+            self.counts["allow"] += 1
+        elif c.enforce:
+            d.action = "block"
+            d.reason = reason
+            self.counts["block"] += 1
+        else:
+            d.reason = WOULD_BLOCK + reason
+            self.counts["allow"] += 1
+            self.counts["would_block"] += 1
+
+    def _send(self, req: DecisionRequest, d: Decision) -> None:
+        if self._emit is None:
+            return
+        try:
+            ev: Event
+            if req.source == "proxy":
+                dialect = req.dialect if req.dialect in _DIALECTS else "anthropic"
+                ev = MCPToolCallIntercepted(
+                    source="proxy",
+                    session_id=req.session_id,
+                    pid=req.pid,
+                    request_id=req.request_id or "",
+                    dialect=dialect,  # type: ignore[arg-type]
+                    tool_name=req.tool_name,
+                    tool_call_id=req.tool_call_id or "",
+                    input=req.arguments,
+                    server_id=d.server_id,
+                    server_type=d.server_type,
+                    server_addr=d.server_addr or None,
+                    tool_hash=d.tool_hash,
+                    action=d.action,
+                    reason=d.reason or None,
+                )
+            else:
+                ev = MCPToolCalled(
+                    source="shim",
+                    session_id=req.session_id,
+                    pid=req.pid,
+                    server_id=d.server_id,
+                    tool_name=req.tool_name,
+                    jsonrpc_id=req.jsonrpc_id,
+                    input=req.arguments,
+                    action=d.action,
+                    reason=d.reason or None,
+                    server_type=d.server_type,
+                    tool_hash=d.tool_hash or None,
+                )
+            if not self._emit(ev):
+                self.counts["emit_failed"] += 1
+        except Exception:  # an event problem must never change or break a decision
+            self.counts["emit_failed"] += 1
+            log.exception("cannot emit decision event for tool %r", req.tool_name)
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.counts)

@@ -1,0 +1,69 @@
+"""Plain data types shared by every MCP enforcement layer.
+
+These are the contract between the decision pipeline (agent/mcp/decision.py,
+runs in the daemon) and its callers: the shim and the LLM proxy (over the
+control socket) and the BPF layer (in the daemon).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Action = Literal["allow", "block"]
+ServerType = Literal["stdio", "http", "sse", ""]
+CallSource = Literal["shim", "proxy", "hook", "test"]
+
+
+@dataclass(slots=True)
+class DecisionRequest:
+    """One question to the decision pipeline: may this tool call go ahead?"""
+
+    tool_name: str
+    """As the caller saw it: a bare MCP tool name (shim), or the name in the LLM
+    response (proxy), which may be a client-prefixed name like
+    ``mcp__<server>__<tool>`` (Claude Code)."""
+    server_id: str | None = None
+    """Known to the shim (its own server); None from the proxy."""
+    arguments: Any = None
+    source: CallSource = "shim"
+    session_id: str | None = None
+    # proxy context, carried into the mcp_tool_call_intercepted event
+    request_id: str | None = None
+    dialect: str | None = None
+    tool_call_id: str | None = None
+    # shim context, carried into the mcp_tool_called event
+    jsonrpc_id: Any = None
+    pid: int | None = None
+    emit: bool = True
+    """Emit the decision event from the daemon (the normal case)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(slots=True)
+class Decision:
+    action: Action
+    reason: str = ""
+    server_id: str = ""
+    server_type: ServerType = ""
+    server_addr: str = ""
+    tool_hash: str = ""
+    known: bool = True
+    """False when the tool is not in the registry (then: not an MCP tool, unless fail_closed)."""
+    tool_name: str = ""
+    """The MCP tool name resolved in the registry (prefix stripped)."""
+    alerts: list[str] = field(default_factory=list)
+    """Non-blocking findings on an allowed call (e.g. pin changed, on_change=alert)."""
+
+    @property
+    def blocked(self) -> bool:
+        return self.action == "block"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Decision:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
