@@ -76,7 +76,7 @@ class ControlClient:
             raise DaemonUnavailable(self.socket_path, f"cannot connect: {e.__class__.__name__}") from e
         except aiohttp.ServerDisconnectedError as e:
             raise DaemonUnavailable(self.socket_path, "connection closed") from e
-        except asyncio.TimeoutError as e:
+        except TimeoutError as e:
             raise DaemonUnavailable(self.socket_path, "timed out") from e
 
     async def get(self, path: str) -> Any:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import orjson
-
 from agentsh.agent.policy.schema import ProxyConfig
 
 Dialect = Literal["anthropic", "openai", "openai-responses"]

@@ -123,7 +123,7 @@ class DaemonProc:
     def ctl(self, *args: str, check: bool = False, user: str | None = None, input: str | None = None) -> subprocess.CompletedProcess:
         cmd = [AGENTSHCTL, "--socket", str(self.socket), *args]
         if user:
-            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+            cmd = ["setpriv", f"--reuid={user}", "--regid=65534", "--clear-groups", *cmd]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, input=input)
         if check and r.returncode != 0:
             raise AssertionError(f"agentshctl {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")

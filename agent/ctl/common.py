@@ -7,7 +7,6 @@ from typing import Any, NoReturn
 
 import click
 import orjson
-
 from agentsh.agent.client import ControlError, DaemonUnavailable, call
 
 

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-
 from agentsh.agent.ctl.common import ago, api, print_json, table
 
 

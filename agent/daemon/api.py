@@ -12,13 +12,12 @@ import time
 from typing import Any
 
 import orjson
-from aiohttp import web
-from pydantic import ValidationError
-
 from agentsh.agent.daemon.context import DaemonContext
 from agentsh.agent.daemon.peercred import make_middleware
 from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event
 from agentsh.agent.version import __version__
+from aiohttp import web
+from pydantic import ValidationError
 
 MAX_EVENTS_PER_POST = 10_000
 

@@ -189,6 +189,9 @@ def routes(ctx: Any) -> list[web.RouteDef]:
             return _err(404, f"no tool {tool!r} from server {server!r} in the registry")
         return _json(d)
 
+    async def names(request: web.Request) -> web.Response:
+        return _json(ctx.mcp.names())
+
     async def servers(request: web.Request) -> web.Response:
         reg = ctx.mcp.registry
         return _json(
@@ -242,5 +245,6 @@ def routes(ctx: Any) -> list[web.RouteDef]:
         web.get("/v1/mcp/registry", registry_list),
         web.get("/v1/mcp/registry/{server}/{tool}", registry_show),
         web.get("/v1/mcp/servers", servers),
+        web.get("/v1/mcp/names", names),
         web.post("/v1/mcp/approve", approve),
     ]

@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from aiohttp import web
-from pydantic import ValidationError
-
 from agentsh.agent.daemon.api import build_app
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.sdnotify import Notifier
@@ -34,6 +31,8 @@ from agentsh.agent.events.writer import EventWriter
 from agentsh.agent.policy.loader import LoadedPolicy
 from agentsh.agent.policy.store import PolicyStore
 from agentsh.agent.version import __version__
+from aiohttp import web
+from pydantic import ValidationError
 
 log = logging.getLogger("agentsh.daemon")
 
@@ -94,7 +93,11 @@ class Daemon:
     # ------------------------------------------------------------------ start
 
     async def run(self) -> int:
-        store = PolicyStore(self.ov.config_dir)
+        # Where a last good policy may be saved: known before the policy only
+        # from --state-dir or the schema default.
+        from agentsh.agent.policy.schema import DaemonConfig
+
+        store = PolicyStore(self.ov.config_dir, Path(self.ov.state_dir or DaemonConfig().state_dir))
         lp, start_errors = store.load_initial()  # raises PolicyError when nothing usable
         paths = resolve_paths(lp, self.ov)
         store.state_dir = paths.state_dir

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import click
-
 from agentsh.agent.policy.loader import PolicyError
 from agentsh.agent.version import __version__
 

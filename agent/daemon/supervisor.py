@@ -211,7 +211,7 @@ class Supervisor:
                 proc.send_signal(signal.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), st.spec.stop_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("%s did not stop in %.1fs: SIGKILL", name, st.spec.stop_timeout)
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)

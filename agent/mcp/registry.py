@@ -182,9 +182,18 @@ class _Snapshot:
     """Immutable indexes for lock-free reads. ``resolved`` is a per-snapshot cache of
     name resolutions (a new snapshot starts with an empty one)."""
 
-    __slots__ = ("by_key", "by_name", "live", "norm_servers", "resolved", "servers")
+    __slots__ = (
+        "by_key", "by_name", "generation", "live", "names", "norm_servers", "resolved", "servers"
+    )
 
-    def __init__(self, by_key: dict[tuple[str, str], ToolEntry], servers: dict[str, ServerInfo]):
+    def __init__(
+        self,
+        by_key: dict[tuple[str, str], ToolEntry],
+        servers: dict[str, ServerInfo],
+        generation: int = 0,
+    ):
+        self.generation = generation
+        self.names: frozenset[str] | None = None
         self.by_key = by_key
         self.servers = servers
         live: dict[tuple[str, str], ToolEntry] = {}
@@ -428,7 +437,7 @@ class ToolRegistry:
                         by_key[(sid, name)] = ne
                         changed_rows[(sid, name)] = ne
             self._write([srv], list(changed_rows.values()))
-            new_snap = _Snapshot(by_key, servers)
+            new_snap = _Snapshot(by_key, servers, snap.generation + 1)
             for reg in results:
                 others = new_snap.by_name.get(reg.entry.tool_name, ())
                 reg.shadowed_by = tuple(e.server_id for e in others if e.server_id != server_id)
@@ -455,7 +464,7 @@ class ToolRegistry:
             servers = dict(snap.servers)
             servers[server_id] = replace(srv, active=False, last_seen=now)
             self._write([servers[server_id]], rows)
-            self._snap = _Snapshot(by_key, servers)
+            self._snap = _Snapshot(by_key, servers, snap.generation + 1)
             return len(rows)
 
     def approve(
@@ -497,7 +506,7 @@ class ToolRegistry:
                 by_key[(server_id, name)] = ne
                 out.append(ne)
             self._write([], out)
-            self._snap = _Snapshot(by_key, snap.servers)
+            self._snap = _Snapshot(by_key, snap.servers, snap.generation + 1)
             return out
 
     # ------------------------------------------------------------------ lookups (lock-free)
@@ -545,6 +554,22 @@ class ToolRegistry:
             snap.resolved.clear()
         snap.resolved[name] = out
         return out
+
+    def call_names(self) -> tuple[int, frozenset[str]]:
+        """(generation, names) for callers that pre-filter tool calls (the LLM proxy):
+        every listed tool name, every listed server id and its client spelling, and
+        every ``<server>.<tool>``. Computed once per snapshot."""
+        snap = self._snap
+        names = snap.names
+        if names is None:
+            out: set[str] = set()
+            for e in snap.live.values():
+                out.add(e.tool_name)
+                out.add(e.server_id)
+                out.add(client_server_name(e.server_id))
+                out.add(f"{e.server_id}.{e.tool_name}")
+            names = snap.names = frozenset(out)
+        return snap.generation, names
 
     def lookup_batch(self, names: Iterable[str]) -> dict[str, tuple[ToolEntry, ...]]:
         return {n: self.resolve(n) for n in names}

@@ -94,11 +94,9 @@ def _same_command(declared: str, actual: str) -> bool:
     if declared == actual:
         return True
     # "npx" declared, "/usr/bin/npx" run (or the other way round)
-    if os.path.basename(declared) == os.path.basename(actual) and (
+    return os.path.basename(declared) == os.path.basename(actual) and (
         "/" not in declared or "/" not in actual
-    ):
-        return True
-    return False
+    )
 
 
 def declared_server_id(mcp: MCPConfig, command: str, args: Sequence[str]) -> str | None:
@@ -147,7 +145,8 @@ def is_mcp_server(command: str, args: Sequence[str], patterns: Iterable[str]) ->
         if any(glob_match(pat, c) for c in _candidates(command, args, width)):
             return True
         # a path pattern like "/opt/internal/mcp-server" also matches "…/mcp-server/x.js"
-        if "/" in pat and "*" not in pat:
-            if any(w == pat or w.startswith(pat.rstrip("/") + "/") for w in [command, *args]):
-                return True
+        if "/" in pat and "*" not in pat and any(
+            w == pat or w.startswith(pat.rstrip("/") + "/") for w in [command, *args]
+        ):
+            return True
     return False

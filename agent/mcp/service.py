@@ -294,6 +294,18 @@ class MCPService:
         e = self.registry.get(server, tool)
         return self._entry_json(e, full=True) if e is not None else None
 
+    def names(self) -> dict[str, Any]:
+        """For the LLM proxy's pre-filter (GET /v1/mcp/names): the names a tool call
+        must carry to possibly be an MCP tool, and whether unknown names matter."""
+        gen, names = self.registry.call_names()
+        mcp = self._policy.mcp
+        return {
+            "version": gen,
+            "names": sorted(names),
+            "fail_closed": mcp.fail_closed,
+            "enforce": mcp.enforce_policy,
+        }
+
     def server_addrs(self) -> dict[str, str]:
         return self.registry.server_addrs()
 

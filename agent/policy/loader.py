@@ -23,9 +23,8 @@ from typing import Any
 
 import orjson
 import yaml
-from pydantic import ValidationError
-
 from agentsh.agent.policy.schema import Policy
+from pydantic import ValidationError
 
 MAIN_FILE = "agentsh.yaml"
 DROPIN_DIR = "policy.d"

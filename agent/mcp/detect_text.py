@@ -1,0 +1,126 @@
+"""Text preparation for the tool-definition detector.
+
+Attackers hide instructions from humans (invisible characters, ANSI escapes,
+homoglyphs, fullwidth forms) while the model still reads them. Rules therefore
+match a *normalised* copy: escapes and invisible characters removed, NFKC and
+combining marks folded, confusable letters mapped to Latin, lower-cased. An
+index map takes every normalised position back to the original string so
+detections point at what is really there.
+
+Plain ASCII without control characters (nearly every real tool) skips all of
+this: the normalised text is the lower-cased original and positions are equal.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Cyrillic / Greek / Armenian / Latin-extended letters that render like Latin
+# ones. NFKC handles fullwidth and mathematical alphanumerics; these remain.
+_CONFUSABLES: dict[str, str] = {
+    # Cyrillic lower
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+    "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d",
+    "һ": "h", "ӏ": "l", "ԛ": "q", "ԝ": "w", "ү": "y", "ғ": "f", "ɡ": "g", "ѵ": "v", "ь": "b",
+    # Cyrillic upper
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+    "Т": "T", "Х": "X", "У": "Y", "Ѕ": "S", "І": "I", "Ј": "J", "Ԁ": "D", "Ү": "Y", "Ԛ": "Q",
+    "Ԝ": "W", "Ӏ": "I",
+    # Greek
+    "α": "a", "β": "b", "γ": "y", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
+    "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w", "ϲ": "c", "ϳ": "j",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+    # Armenian and others
+    "օ": "o", "ո": "n", "ս": "u", "հ": "h", "ց": "g", "ա": "w",
+    "ı": "i", "ȷ": "j", "ſ": "s", "ℓ": "l", "ⅼ": "l", "ꓲ": "I", "ꓳ": "O", "ꓴ": "U",
+    # dashes, quotes and slashes that NFKC keeps
+    "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "―": "-", "−": "-", "⁄": "/", "∕": "/",
+    "‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"', "‟": '"',
+    "․": ".", "。": ".", "｡": ".",
+}  # fmt: skip
+
+# ESC-introduced sequences (CSI, OSC, two-character) and the 8-bit CSI.
+ANSI_RE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final
+    r"|\x1b\][^\x07\x1b]{0,2000}(?:\x07|\x1b\\)?"  # OSC ... BEL/ST (hyperlinks, titles)
+    r"|\x1b[PX^_][^\x1b]{0,2000}(?:\x1b\\)?"  # DCS/SOS/PM/APC strings
+    r"|\x1b[ -/]*[0-~]?"  # two-character escapes, lone ESC
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+)
+# ASCII control characters other than tab/newline/carriage return.
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@lru_cache(maxsize=8192)
+def _fold_char(ch: str) -> str:
+    """One character → its matching form ('' for invisible/format/marks)."""
+    cat = unicodedata.category(ch)
+    if cat in ("Cf", "Co", "Cs", "Mn", "Me", "Cc") and ch not in "\t\n\r":
+        return ""
+    if 0xFE00 <= ord(ch) <= 0xFE0F:  # variation selectors are Mn; kept here for clarity
+        return ""
+    mapped = _CONFUSABLES.get(ch)
+    if mapped is not None:
+        return mapped.lower()
+    n = unicodedata.normalize("NFKD", ch)
+    out = []
+    for c in n:
+        if unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            continue
+        c = _CONFUSABLES.get(c, c)
+        out.append(c)
+    s = unicodedata.normalize("NFKC", "".join(out)).lower()
+    if len(s) > 4:  # ligature expansions are short; anything else is odd: keep as is
+        s = s[:4]
+    return s
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A field's text as rules see it, plus the way back to the original."""
+
+    original: str
+    lower: str  # normalised, lower-cased; what rules match
+    index: list[int] | None  # lower position → original position; None means identity
+    ansi_spans: list[tuple[int, int]]
+    folded: bool  # normalisation changed something beyond case
+
+    def orig_span(self, start: int, end: int) -> tuple[int, int]:
+        if self.index is None:
+            return start, end
+        if not self.index:
+            return 0, 0
+        s = self.index[min(start, len(self.index) - 1)]
+        e = self.index[end - 1] + 1 if end > start else s
+        return s, e
+
+
+def prepare(text: str) -> Prepared:
+    if text.isascii() and CONTROL_RE.search(text) is None:
+        return Prepared(text, text.lower(), None, [], False)
+    ansi = [m.span() for m in ANSI_RE.finditer(text)] if ("\x1b" in text or "\x9b" in text) else []
+    out: list[str] = []
+    index: list[int] = []
+    skip_until = 0
+    ai = 0
+    for i, ch in enumerate(text):
+        if i < skip_until:
+            continue
+        if ai < len(ansi) and ansi[ai][0] == i:
+            skip_until = ansi[ai][1]
+            ai += 1
+            continue
+        if ch < "\x80":
+            f = ch.lower() if ch >= " " or ch in "\t\n\r" else ""
+        else:
+            f = _fold_char(ch)
+        if f:
+            out.append(f)
+            index.extend([i] * len(f))
+    lower = "".join(out)
+    folded = lower != text.lower()
+    return Prepared(text, lower, index, ansi, folded)

@@ -1,0 +1,3 @@
+from agentsh.proxy.main import main
+
+main()

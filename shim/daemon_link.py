@@ -1,0 +1,252 @@
+"""The shim's connection to agentshd: register, heartbeat, decisions, events.
+
+Runs on the shim's asyncio loop (main thread); the relay threads reach it
+through ``call()`` (run_coroutine_threadsafe with a timeout). When the daemon
+is unreachable the link goes ``down``: the caller falls back to local
+decisions (shim/offline.py) and events go to the spool (shim/spool.py). A
+reconnect task polls the socket; when the daemon is back the shim registers
+again, re-sends the tools it knows (so the daemon can decide on them) and
+seals the spool segment so the daemon ingests it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agentsh.agent.client import ControlClient, ControlError, DaemonUnavailable
+from agentsh.shim.spool import Spool
+
+__all__ = ["DaemonLink", "LinkDown"]
+
+log = logging.getLogger("agentsh.shim")
+
+HEARTBEAT_SECONDS = 10.0
+RECONNECT_SECONDS = 1.0
+EVENT_BATCH = 512
+
+
+class LinkDown(Exception):
+    """The daemon cannot answer now (unreachable, timed out, or refused the request)."""
+
+
+class DaemonLink:
+    def __init__(
+        self,
+        socket_path: str,
+        spool: Spool,
+        register_payload: Callable[[], dict[str, Any]],
+        heartbeat_payload: Callable[[], dict[str, Any]],
+        on_reconnect: Callable[[], Awaitable[None]] | None = None,
+        *,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        reconnect_seconds: float = RECONNECT_SECONDS,
+    ) -> None:
+        self.client = ControlClient(socket_path, timeout=10.0)
+        self.spool = spool
+        self._register_payload = register_payload
+        self._heartbeat_payload = heartbeat_payload
+        self._on_reconnect = on_reconnect
+        self.heartbeat_seconds = heartbeat_seconds
+        self.reconnect_seconds = reconnect_seconds
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.up = False
+        self.shim_id: str | None = None
+        self.policy_hash: str | None = None
+        self.went_down_at: float | None = None
+        self.reconnects = 0
+        self.events_sent = 0
+        self._queue: asyncio.Queue[dict[str, Any] | None] | None = None
+        self._sender: asyncio.Task[Any] | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._wake_reconnect: asyncio.Event | None = None
+        self._closing = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> bool:
+        self.loop = asyncio.get_running_loop()
+        self._queue = asyncio.Queue()
+        self._wake_reconnect = asyncio.Event()
+        ok = await self._register()
+        self._sender = asyncio.create_task(self._event_sender())
+        self._tasks = [
+            asyncio.create_task(self._heartbeat()),
+            asyncio.create_task(self._reconnector()),
+        ]
+        return ok
+
+    async def _register(self) -> bool:
+        try:
+            res = await asyncio.wait_for(
+                self.client.post("/v1/shims/register", self._register_payload()), 5.0
+            )
+        except (DaemonUnavailable, ControlError, TimeoutError, OSError) as e:
+            self._set_down(f"register: {e}")
+            return False
+        self.shim_id = res.get("shim_id") if isinstance(res, dict) else None
+        self.policy_hash = res.get("policy_hash") if isinstance(res, dict) else None
+        self.up = True
+        self.went_down_at = None
+        return True
+
+    def _set_down(self, why: str) -> None:
+        if self.up or self.went_down_at is None:
+            log.warning("agentshd unreachable (%s); deciding locally and spooling events", why)
+            self.went_down_at = time.monotonic()
+        self.up = False
+        if self._wake_reconnect is not None and self.loop is not None:
+            self.loop.call_soon_threadsafe(self._wake_reconnect.set)
+
+    def mark_down(self, why: str) -> None:
+        """Called from any thread when a request failed for lack of a daemon."""
+        self._set_down(why)
+
+    async def close(self, exit_code: int | None) -> None:
+        """Flush events and unregister (bounded in time)."""
+        self._closing = True
+        for t in self._tasks:
+            t.cancel()
+        if self._sender is not None and self._queue is not None:
+            self._queue.put_nowait(None)  # the sender sends what is queued, then stops
+            try:
+                await asyncio.wait_for(asyncio.shield(self._sender), 5.0)
+            except (TimeoutError, asyncio.CancelledError):
+                self._sender.cancel()
+        if self.up and self.shim_id:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    self.client.post(
+                        f"/v1/shims/{self.shim_id}/unregister", {"exit_code": exit_code}
+                    ),
+                    2.0,
+                )
+        with contextlib.suppress(Exception):
+            await self.client.close()
+        self.spool.seal()
+
+    # ------------------------------------------------------------------ requests
+
+    async def post(self, path: str, payload: Any, timeout: float) -> Any:
+        if not self.up:
+            raise LinkDown("daemon down")
+        try:
+            return await asyncio.wait_for(self.client.post(path, payload), timeout)
+        except (DaemonUnavailable, TimeoutError, OSError) as e:
+            self._set_down(f"{path}: {e}")
+            raise LinkDown(str(e)) from e
+        except ControlError as e:
+            # The daemon answered but refused: a bug or version skew, not an outage.
+            log.error("agentshd refused %s: %s", path, e)
+            raise LinkDown(str(e)) from e
+
+    def call(self, path: str, payload: Any, timeout: float) -> Any:
+        """Blocking request from a relay thread; raises LinkDown."""
+        if not self.up or self.loop is None:
+            raise LinkDown("daemon down")
+        fut = asyncio.run_coroutine_threadsafe(self.post(path, payload, timeout), self.loop)
+        try:
+            return fut.result(timeout + 0.5)
+        except LinkDown:
+            raise
+        except Exception as e:  # concurrent TimeoutError, loop closed, ...
+            fut.cancel()
+            self._set_down(f"{path}: {e.__class__.__name__}")
+            raise LinkDown(str(e)) from e
+
+    # ------------------------------------------------------------------ events
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Queue one event (any thread). Spooled when the daemon is down."""
+        if self.loop is None or self._queue is None or self.loop.is_closed():
+            self.spool.write([event])
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._queue.put_nowait, event)
+        except RuntimeError:  # loop closed
+            self.spool.write([event])
+
+    async def _event_sender(self) -> None:
+        assert self._queue is not None
+        stop = False
+        while not stop:
+            ev = await self._queue.get()
+            batch: list[dict[str, Any]] = []
+            if ev is None:
+                stop = True
+            else:
+                batch.append(ev)
+            while len(batch) < EVENT_BATCH and not self._queue.empty():
+                nxt = self._queue.get_nowait()
+                if nxt is None:
+                    stop = True
+                else:
+                    batch.append(nxt)
+            if batch:
+                await self._send_batch(batch)
+
+    async def _send_batch(self, batch: list[dict[str, Any]]) -> None:
+        if self.up:
+            try:
+                res = await asyncio.wait_for(self.client.post("/v1/events", {"events": batch}), 5.0)
+                self.events_sent += len(batch)
+                if isinstance(res, dict) and res.get("rejected"):
+                    log.error("agentshd rejected %s shim events: %s", res["rejected"], res.get("errors"))
+                return
+            except (DaemonUnavailable, TimeoutError, OSError) as e:
+                self._set_down(f"/v1/events: {e}")
+            except ControlError as e:
+                log.error("agentshd refused shim events: %s", e)
+        self.spool.write(batch)
+
+    # ------------------------------------------------------------------ background
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_seconds)
+            self.spool.maybe_seal()
+            if not self.up or not self.shim_id:
+                continue
+            try:
+                await asyncio.wait_for(
+                    self.client.post(
+                        f"/v1/shims/{self.shim_id}/heartbeat", self._heartbeat_payload()
+                    ),
+                    5.0,
+                )
+            except ControlError as e:
+                if e.status == 404:  # the daemon restarted and forgot us
+                    await self._reconnected()
+            except (DaemonUnavailable, TimeoutError, OSError) as e:
+                self._set_down(f"heartbeat: {e}")
+
+    async def _reconnector(self) -> None:
+        assert self._wake_reconnect is not None
+        while True:
+            if self.up:
+                self._wake_reconnect.clear()
+                await self._wake_reconnect.wait()
+                continue
+            await asyncio.sleep(self.reconnect_seconds)
+            if self._closing:
+                return
+            try:
+                await asyncio.wait_for(self.client.get("/v1/status"), 2.0)
+            except Exception:
+                continue
+            await self._reconnected()
+
+    async def _reconnected(self) -> None:
+        if await self._register():
+            self.reconnects += 1
+            log.warning("agentshd reachable again; shim re-registered as %s", self.shim_id)
+            if self._on_reconnect is not None:
+                try:
+                    await self._on_reconnect()
+                except Exception:
+                    log.exception("re-sending state to agentshd failed")
+            self.spool.seal()

@@ -1,0 +1,219 @@
+"""agentshd as a real subprocess: status, reload semantics, peer checks,
+signals, spool ingestion, and the events CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+
+import orjson
+import pytest
+from agentsh.agent.client import ControlClient
+
+from tests.conftest import AGENTSHCTL, BASE_TEST_POLICY, DaemonProc, read_events, wait_for
+
+
+def test_status_over_socket_reports_healthy_daemon(daemon: DaemonProc) -> None:
+    r = daemon.ctl("status", "--json")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["healthy"] is True
+    assert st["pid"] == daemon.proc.pid
+    assert st["policy"]["files"] == [str(daemon.config_dir / "agentsh.yaml")]
+    assert st["policy"]["hash"].startswith("sha256:")
+    assert st["events"]["path"] == str(daemon.events_path)
+    assert st["bpf"]["state"] == "disabled"
+    human = daemon.ctl("status")
+    assert human.returncode == 0
+    assert "healthy" in human.stdout and str(daemon.proc.pid) in human.stdout
+
+
+def test_status_when_daemon_unreachable_exits_2_with_one_line(tmp_path) -> None:
+    sock = tmp_path / "nope.sock"
+    r = subprocess.run([AGENTSHCTL, "--socket", str(sock), "status"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"agentshctl: agentshd is not running (no socket at {sock})"
+
+
+def test_socket_is_0660(daemon: DaemonProc) -> None:
+    assert (daemon.socket.stat().st_mode & 0o777) == 0o660
+
+
+def test_mutating_endpoint_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
+    # Loosen the socket mode so `nobody` can connect at all: the SO_PEERCRED
+    # check must still refuse it on mutating endpoints (defense in depth).
+    os.chmod(daemon.socket, 0o666)
+    os.chmod(daemon.root, 0o755)
+    os.chmod(daemon.socket.parent, 0o755)
+    r = daemon.ctl("policy", "reload", user="nobody")
+    assert r.returncode == 1
+    assert "HTTP 403" in r.stderr and "forbidden" in r.stderr
+    read_only = daemon.ctl("status", "--json", user="nobody")
+    assert read_only.returncode == 0, read_only.stderr
+    assert not daemon.events("policy_loaded")[1:]  # no reload happened
+
+
+def test_bad_reload_is_rejected_and_last_good_policy_stays(daemon: DaemonProc) -> None:
+    good_hash = json.loads(daemon.ctl("status", "--json").stdout)["policy"]["hash"]
+    bad = daemon.write_policy("mcp:\n  fail_closed: perhaps\n", name="20-bad.yaml")
+    r = daemon.ctl("policy", "reload")
+    assert r.returncode == 1
+    assert f"{bad}:2:16: mcp.fail_closed:" in r.stderr
+    ev = daemon.wait_event("policy_rejected")
+    assert ev["kept_hash"] == good_hash
+    assert any(str(bad) in e for e in ev["errors"])
+    st = json.loads(daemon.ctl("status", "--json").stdout)
+    assert st["policy"]["hash"] == good_hash
+    assert st["healthy"] is False
+    assert daemon.ctl("status").returncode == 1
+    # fix it: the good policy loads and the daemon is healthy again
+    bad.write_text("mcp:\n  fail_closed: true\n")
+    r = daemon.ctl("policy", "reload")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(daemon.ctl("status", "--json").stdout)
+    assert st["policy"]["hash"] != good_hash and st["healthy"] is True
+    show = json.loads(daemon.ctl("policy", "show", "--json").stdout)
+    assert show["policy"]["mcp"]["fail_closed"] is True
+
+
+def test_policy_file_change_is_picked_up_by_the_watcher(daemon: DaemonProc) -> None:
+    daemon.write_policy("mcp:\n  fail_closed: true\n", name="10-watch.yaml")
+    ev = daemon.wait_event("policy_loaded", lambda e: e["trigger"] == "watch")
+    assert str(daemon.config_dir / "policy.d" / "10-watch.yaml") in ev["files"]
+
+
+def test_sighup_reloads_policy_and_reopens_log(daemon: DaemonProc) -> None:
+    daemon.write_policy(BASE_TEST_POLICY.replace("0.2\nevents", "60\nevents"))  # slow watcher
+    moved = daemon.events_path.with_suffix(".old")
+    wait_for(lambda: daemon.events("policy_loaded")[1:] or True)
+    daemon.events_path.rename(moved)
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: daemon.events_path.exists(), what="events.jsonl reopened")
+    wait_for(
+        lambda: any(e["type"] == "policy_loaded" and e["trigger"] in ("sighup", "watch") for e in read_events(moved) + daemon.events()),
+        what="reload after SIGHUP",
+    )
+
+
+def test_sigterm_drains_queued_events(daemon: DaemonProc) -> None:
+    async def post() -> int:
+        async with ControlClient(str(daemon.socket)) as c:
+            total = 0
+            for batch in range(20):
+                evs = [
+                    {"type": "protocol_error", "source": "shim", "layer": "shim", "detail": f"b{batch}-{i}"}
+                    for i in range(500)
+                ]
+                res = await c.post("/v1/events", {"events": evs})
+                total += res["accepted"]
+            return total
+
+    accepted = asyncio.run(post())
+    assert accepted == 10_000
+    assert daemon.stop(signal.SIGTERM) == 0
+    details = {e["detail"] for e in daemon.events("protocol_error")}
+    assert len(details) == 10_000
+    types = [e["type"] for e in daemon.events()]
+    assert types[-1] == "daemon_stopping" or "daemon_stopping" in types
+
+
+def test_posted_events_are_validated(daemon: DaemonProc) -> None:
+    async def post() -> dict:
+        async with ControlClient(str(daemon.socket)) as c:
+            return await c.post(
+                "/v1/events",
+                {"events": [{"type": "no_such_type"}, {"type": "protocol_error", "layer": "shim", "detail": "x", "bogus": 1}, 5]},
+            )
+
+    res = asyncio.run(post())
+    assert res["accepted"] == 0 and res["rejected"] == 3
+    assert len(res["errors"]) == 3
+
+
+def test_spooled_events_are_ingested(daemon: DaemonProc) -> None:
+    spool = daemon.state_dir / "spool"
+    line = orjson.dumps({"type": "protocol_error", "source": "shim", "layer": "shim", "detail": "from-spool"})
+    (spool / "shim-1.tmp").write_bytes(line + b"\n")  # incomplete: must be left alone
+    (spool / "shim-2.jsonl").write_bytes(line + b"\nnot json\n")
+    ev = daemon.wait_event("protocol_error", lambda e: e["detail"] == "from-spool")
+    assert ev["uid"] == 0
+    wait_for(lambda: not (spool / "shim-2.jsonl").exists(), what="spool file removed")
+    assert (spool / "shim-1.tmp").exists()
+
+
+def test_daemon_refuses_to_start_on_bad_policy_without_last_good(daemon_factory) -> None:
+    d = daemon_factory("mcp:\n  nope: 1\n", start=False)
+    d.start(wait=False)
+    assert d.proc.wait(30) == 78
+    assert "agentsh.yaml:2:3: mcp.nope: unknown key" in d.log()
+
+
+def test_daemon_restarted_on_bad_policy_keeps_last_good(daemon_factory) -> None:
+    d = daemon_factory()
+    good = json.loads(d.ctl("status", "--json").stdout)["policy"]["hash"]
+    d.stop()
+    d.write_policy("events: [\n")
+    d.start()
+    st = json.loads(d.ctl("status", "--json").stdout)
+    assert st["policy"]["hash"] == good
+    assert st["healthy"] is False
+    assert d.events("policy_rejected")
+
+
+def test_events_tail_filters_by_type_and_prints_json(daemon: DaemonProc) -> None:
+    r = daemon.ctl("events", "tail", "--type", "daemon_started", "--json")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(lines) == 1 and lines[0]["type"] == "daemon_started"
+    human = daemon.ctl("events", "tail", "--since", "1h")
+    assert "policy_loaded" in human.stdout and "daemon_started" in human.stdout
+    bad = daemon.ctl("events", "tail", "--type", "bogus")
+    assert bad.returncode == 1 and "unknown event type" in bad.stderr
+
+
+def test_events_schema_prints_json_schema() -> None:
+    r = subprocess.run([AGENTSHCTL, "events", "schema"], capture_output=True, text=True)
+    assert r.returncode == 0
+    schema = json.loads(r.stdout)
+    text = json.dumps(schema)
+    for t in ("mcp_tool_call_intercepted", "mcp_network_connection", "policy_rejected", "llm_request"):
+        assert t in text
+
+
+@pytest.mark.parametrize("path", ["/v1/nope", "/v2/status"])
+def test_unknown_endpoint_is_404_json(daemon: DaemonProc, path: str) -> None:
+    async def get() -> Exception:
+        async with ControlClient(str(daemon.socket)) as c:
+            try:
+                await c.get(path)
+            except Exception as e:
+                return e
+        raise AssertionError("no error")
+
+    e = asyncio.run(get())
+    assert getattr(e, "status", None) == 404
+
+
+def test_daemon_notifies_systemd_ready_and_watchdog(daemon_factory, tmp_path) -> None:
+    import socket as s
+
+    addr = str(tmp_path / "notify.sock")
+    sock = s.socket(s.AF_UNIX, s.SOCK_DGRAM)
+    sock.bind(addr)
+    sock.settimeout(20)
+    d = daemon_factory(start=False, env={"NOTIFY_SOCKET": addr, "WATCHDOG_USEC": "1000000"})
+    d.start(wait=False)
+    msgs: list[str] = []
+    while not any("WATCHDOG=1" in m for m in msgs) or not any("READY=1" in m for m in msgs):
+        msgs.append(sock.recv(4096).decode())
+    ready = next(m for m in msgs if "READY=1" in m)
+    assert f"MAINPID={d.proc.pid}" in ready and "STATUS=policy" in ready
+    d.stop()
+    while True:
+        m = sock.recv(4096).decode()
+        if "STOPPING=1" in m:
+            break
+    sock.close()
