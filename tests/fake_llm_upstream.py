@@ -364,3 +364,105 @@ class FakeUpstream:
         if request.path == "/v1/gzipped":
             return web.Response(body=gzip.compress(b'{"ok":true}'), content_type="application/json", headers={"Content-Encoding": "gzip"})
         return web.json_response({"error": {"message": "not found", "type": "invalid_request_error"}}, status=404)
+
+
+# ---------------------------------------------------------------- proxy harness (tests, bench)
+
+
+class ProxyHarness:
+    """The real proxy (in-process, own event loop in a thread) in front of a FakeUpstream.
+
+    A thread, because the official SDKs' sync clients block the caller's loop.
+    Decisions go through the daemon's real pipeline (``MCPService``) via
+    ``LocalDecider``; its ``mcp_tool_call_intercepted`` events land in
+    ``decisions``, the proxy's own events in ``sink``.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        from agentsh.proxy.reporter import ListSink
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="proxy-harness", daemon=True)
+        self.fake = FakeUpstream()
+        self.sink = ListSink()
+        self.decisions: list[Any] = []
+        self.server: Any = None
+        self.service: Any = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def run(self, coro: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def policy(self, state_dir: Any, *, mode: str = "embedded", proxy: dict[str, Any] | None = None, **mcp: Any) -> Any:
+        from agentsh.agent.policy.schema import Policy
+
+        mcp.setdefault("inspection", {"registry": {"persistent": False}})
+        return Policy.model_validate(
+            {
+                "daemon": {"state_dir": str(state_dir)},
+                "proxy": {
+                    "mode": mode,
+                    "providers": {"anthropic": {"base_url": self.fake.url}, "openai": {"base_url": self.fake.url}},
+                    **(proxy or {}),
+                },
+                "mcp": mcp,
+            }
+        )
+
+    def start(self, state_dir: Any) -> None:
+        from agentsh.proxy.decider import LocalDecider, NameGate
+        from agentsh.proxy.server import ProxyServer
+
+        self.thread.start()
+
+        async def go() -> None:
+            await self.fake.start()
+            pol = self.policy(state_dir)
+            self.server = ProxyServer(pol, decider=LocalDecider(None), gate=NameGate(None, False), sink=self.sink, state_dir=state_dir)
+            self.port = await self.server.start()
+
+        self.run(go())
+
+    def configure(self, state_dir: Any, tools: dict[str, list[dict[str, Any]]] | None = None, *, gate_names: list[str] | None = None, **kw: Any) -> Any:
+        """Fresh policy + fresh decision pipeline (+ registered tools) for one test."""
+        from agentsh.agent.mcp.service import MCPService
+        from agentsh.proxy.decider import LocalDecider
+
+        pol = self.policy(state_dir, **kw)
+
+        def emit(ev: Any) -> bool:
+            self.decisions.append(ev)
+            return True
+
+        service = MCPService(pol, state_dir, emit)
+        for sid, defs in (tools or {}).items():
+            service.register_tools(sid, "stdio", None, defs)
+
+        async def apply() -> None:
+            self.server.state_dir = __import__("pathlib").Path(state_dir)
+            self.server.gate.names = frozenset(gate_names) if gate_names is not None else None
+            self.server.gate.version = None
+            self.server.update_policy(pol)
+            self.server.judge.decider = LocalDecider(service)
+            self.sink.events.clear()
+            self.decisions.clear()
+            self.fake.requests.clear()
+
+        self.run(apply())
+        self.service = service
+        return service
+
+    def stop(self) -> None:
+        async def go() -> None:
+            await self.server.stop()
+            await self.fake.stop()
+
+        self.run(go())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
