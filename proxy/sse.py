@@ -191,6 +191,15 @@ class OpenAIChatInterceptor(Interceptor):
     def __init__(self, judge: Judge, counters: Counters) -> None:
         super().__init__(judge, counters)
         self.choices: dict[int, _Choice] = {}
+        self.saw_text = False
+
+    def wants(self, ev: bytes) -> bool:
+        if not self.saw_text:
+            # remember (without parsing) that text came first: the replacement then starts a new line
+            i = ev.find(b'"content":"')
+            if i >= 0 and ev[i + 11 : i + 12] != b'"':
+                self.saw_text = True
+        return b"tool_calls" in ev or b"function_call" in ev
 
     async def process(self, ev: bytes) -> list[bytes] | None:
         p = parse_event(ev, self.c)
@@ -262,7 +271,7 @@ class OpenAIChatInterceptor(Interceptor):
                         modified = True
                 if texts:
                     text = "\n".join(texts)
-                    if st.texts:
+                    if st.texts or self.saw_text:
                         text = "\n" + text
                     st.texts += len(texts)
                     prior = delta.get("content")

@@ -217,3 +217,23 @@ def test_daemon_notifies_systemd_ready_and_watchdog(daemon_factory, tmp_path) ->
         if "STOPPING=1" in m:
             break
     sock.close()
+
+
+def test_tools_stop_being_current_when_the_last_shim_of_a_server_exits(daemon: DaemonProc) -> None:
+    async def go() -> tuple[list, list, list]:
+        async with ControlClient(str(daemon.socket)) as c:
+            a = await c.post("/v1/shims/register", {"server_id": "srvx", "pid": os.getpid(), "command": ["x"]})
+            b = await c.post("/v1/shims/register", {"server_id": "srvx", "pid": os.getpid(), "command": ["x"]})
+            await c.post("/v1/mcp/tools", {"server_id": "srvx", "server_type": "stdio",
+                                            "tools": [{"name": "frobnicate", "description": "Frobnicates."}]})
+            before = (await c.get("/v1/mcp/names"))["names"]
+            await c.post(f"/v1/shims/{a['shim_id']}/unregister", {})
+            middle = (await c.get("/v1/mcp/names"))["names"]
+            await c.post(f"/v1/shims/{b['shim_id']}/unregister", {})
+            after = (await c.get("/v1/mcp/names"))["names"]
+            return before, middle, after
+
+    before, middle, after = asyncio.run(go())
+    assert "frobnicate" in before and "frobnicate" in middle
+    assert "frobnicate" not in after
+    assert len(daemon.events("shim_exited")) == 2

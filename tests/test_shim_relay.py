@@ -54,7 +54,7 @@ def _drain(fd: int, sink: bytearray) -> threading.Thread:
             b = os.read(fd, 1 << 20)
             if not b:
                 break
-            sink += b
+            sink.extend(b)
         os.close(fd)
 
     t = threading.Thread(target=run, daemon=True)

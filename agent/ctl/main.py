@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from agentsh.agent.client import default_socket
 from agentsh.agent.ctl.events_cmd import events
+from agentsh.agent.ctl.mcp import mcp
 from agentsh.agent.ctl.policy_cmd import policy
 from agentsh.agent.ctl.service import install_service
 from agentsh.agent.ctl.status import status
@@ -30,6 +31,7 @@ cli.add_command(status)
 cli.add_command(policy)
 cli.add_command(events)
 cli.add_command(install_service)
+cli.add_command(mcp)
 
 
 def main() -> None:

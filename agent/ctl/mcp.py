@@ -284,7 +284,7 @@ def mcp_events(
 
     detections_only = wanted == {"mcp_detection"}
     headers = (["TIMESTAMP", "SERVER", "TOOL", "PATTERN", "SEVERITY"] if detections_only
-               else ["TIMESTAMP", "TYPE", "SERVER", "TOOL", "DETAIL", "SEVERITY"])
+               else ["TIMESTAMP", "TYPE", "SERVER", "TOOL", "SEVERITY", "DETAIL"])
 
     def row(ev: dict[str, Any]) -> list[str]:
         if detections_only:
@@ -293,7 +293,7 @@ def mcp_events(
                     str(d.get("pattern", "")), str(d.get("severity", ""))]
         return [_ts(ev), str(ev.get("type", "")).removeprefix("mcp_"),
                 str(ev.get("server_id", "") or ev.get("remote_addr", "")),
-                str(ev.get("tool_name", "-")), _detail(ev), _severity(ev) or "-"]
+                str(ev.get("tool_name", "-")), _severity(ev) or "-", _detail(ev)]
 
     _emit_rows(_read(ctx, events_file, wanted, since, follow), keep, row, headers, follow,
                as_json)

@@ -42,6 +42,13 @@ def _bad(msg: str) -> web.HTTPBadRequest:
     return web.HTTPBadRequest(body=orjson.dumps({"error": msg}), content_type="application/json")
 
 
+def server_gone(ctx: DaemonContext, server_id: str) -> None:
+    """The last shim of a stdio server went away: its tools stop being current
+    (pins stay). Two sessions may run the same server, hence "last"."""
+    if ctx.mcp is not None and not ctx.shims.serves(server_id):
+        ctx.mcp.remove_server(server_id)
+
+
 def status_payload(ctx: DaemonContext) -> dict[str, Any]:
     now = time.time()
     lp = ctx.store.current
@@ -201,6 +208,7 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
         info = ctx.shims.unregister(request.match_info["shim_id"])
         if info is None:
             return _json({"error": "unknown shim"}, status=404)
+        server_gone(ctx, info.server_id)
         ctx.events.emit(
             ShimExited(
                 source="shim",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from agentsh.agent.daemon.api import build_app
+from agentsh.agent.daemon.api import build_app, server_gone
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
@@ -306,6 +306,7 @@ class Daemon:
                 if n:
                     log.info("ingested %d spooled events", n)
                 for s in ctx.shims.expire():
+                    server_gone(ctx, s.server_id)
                     ctx.events.emit(
                         ShimExited(
                             source="daemon",

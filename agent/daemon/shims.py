@@ -87,6 +87,10 @@ class ShimTable:
             self._shims.pop(s.shim_id, None)
         return gone
 
+    def serves(self, server_id: str) -> bool:
+        """Whether any live shim still wraps this server."""
+        return any(s.server_id == server_id for s in self._shims.values())
+
     def list(self) -> list[dict[str, Any]]:
         return [s.snapshot() for s in self._shims.values()]
 

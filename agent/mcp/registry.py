@@ -20,6 +20,7 @@ never clears its pins.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
@@ -32,6 +33,8 @@ from typing import Any, Literal
 import orjson
 from agentsh.agent.mcp.hashing import canonical_json, diff_definitions, hashed_part, tool_hash
 from agentsh.agent.policy.schema import SEVERITY_RANK
+
+log = logging.getLogger(__name__)
 
 Status = Literal["new", "unchanged", "changed"]
 
@@ -222,21 +225,48 @@ class ToolRegistry:
     def __init__(self, path: Path | str | None = None) -> None:
         self._lock = threading.RLock()
         self.path = Path(path) if path is not None else None
+        self.recovered_from: Path | None = None
+        """Where an unreadable database was moved before starting afresh."""
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(
+        try:
+            self._open()
+        except sqlite3.DatabaseError as e:
+            if self.path is None:
+                raise
+            # A corrupt registry must not keep the daemon down: keep the file for
+            # forensics, start empty, and say so loudly (pins must be re-established).
+            self.recovered_from = self.path.with_name(
+                f"{self.path.name}.corrupt-{int(time.time())}"
+            )
+            log.error("MCP registry %s unreadable (%s); moved to %s, starting empty",
+                      self.path, e, self.recovered_from)
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(str(self.path) + suffix)
+                if src.exists():
+                    src.rename(str(self.recovered_from) + suffix)
+            self._open()
+
+    def _open(self) -> None:
+        db = sqlite3.connect(
             str(self.path) if self.path is not None else ":memory:",
             check_same_thread=False,
             isolation_level=None,
         )
-        if self.path is not None:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)", (_SCHEMA_VERSION,)
-        )
-        self._snap = self._load()
+        try:
+            if self.path is not None:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)",
+                (_SCHEMA_VERSION,),
+            )
+            self._db = db
+            self._snap = self._load()
+        except BaseException:
+            db.close()
+            raise
 
     # ------------------------------------------------------------------ persistence
 

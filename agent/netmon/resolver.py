@@ -138,19 +138,22 @@ class Resolver:
                 out.append(ip)
         return out
 
-    async def resolve(self, host: str, force: bool = False) -> list[str]:
+    async def resolve(
+        self, host: str, force: bool = False, interval: float = 300.0, retry: float = 5.0
+    ) -> list[str]:
         st = self.hosts.setdefault(host, HostState())
         now = time.monotonic()
-        if not force and st.resolved_at is not None and now < st.next_due:
+        if not force and now < st.next_due:
             return st.addrs
         try:
             addrs = await asyncio.wait_for(asyncio.to_thread(self._lookup, host), self.timeout)
             st.addrs = addrs
             st.resolved_at = now
             st.error = None
-        except Exception as e:
+        except Exception as e:  # any resolver failure keeps the last answer
             st.error = f"{type(e).__name__}: {e}"
             self.errors += 1
+        st.next_due = time.monotonic() + (retry if st.error else interval)
         self.last_resolve = time.time()
         return st.addrs
 
@@ -161,12 +164,9 @@ class Resolver:
         hosts = sorted(set(hosts))
         before = {h: list(self.hosts[h].addrs) for h in hosts if h in self.hosts}
 
-        async def one(h: str) -> None:
-            await self.resolve(h, force=force)
-            st = self.hosts[h]
-            st.next_due = time.monotonic() + (retry if st.error else interval)
-
-        await asyncio.gather(*(one(h) for h in hosts))
+        await asyncio.gather(
+            *(self.resolve(h, force=force, interval=interval, retry=retry) for h in hosts)
+        )
         for h in [h for h in self.hosts if h not in hosts]:
             del self.hosts[h]
         return any(before.get(h) != self.hosts[h].addrs for h in hosts)

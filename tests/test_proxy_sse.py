@@ -1,0 +1,181 @@
+"""The SSE interceptor on its own: chunking, malformed input, byte identity.
+
+Decisions come from the real pipeline (MCPService) through the proxy's own
+ToolJudge; the upstream bytes are the fake upstream's documented formats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+from fake_llm_upstream import Scenario, anthropic_events, chat_chunks, response_events, text, tool
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentsh.agent.mcp.service import MCPService
+from agentsh.agent.policy.schema import Policy
+from agentsh.proxy.decider import LocalDecider, NameGate, ToolJudge
+from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
+
+TOOLS = [
+    {"name": "get_weather", "description": "Weather.", "inputSchema": {"type": "object"}},
+    {"name": "delete_file", "description": "Delete.", "inputSchema": {"type": "object"}},
+]
+GEN = {"anthropic": anthropic_events, "openai": lambda sc, m: chat_chunks(sc, m, True), "openai-responses": response_events}
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pol = Policy.model_validate(
+        {"mcp": {"denied_tools": [{"tool": "delete_*"}], "inspection": {"registry": {"persistent": False}}}}
+    )
+    svc = MCPService(pol, tmp_path_factory.mktemp("sse"), lambda ev: True)
+    svc.register_tools("files", "stdio", None, TOOLS)
+    j = ToolJudge(LocalDecider(svc), NameGate(None, False), lambda ev: None)
+
+    async def fn(name: str, call_id: str, args: Any) -> Any:
+        return await j.judge(name=name, call_id=call_id, arguments=args, request_id="r", dialect="anthropic")
+
+    return fn
+
+
+def relay_run(dialect: str, judge: Any, chunks: list[bytes], max_bytes: int = 1 << 20) -> tuple[bytes, Counters, SSERelay]:
+    out: list[bytes] = []
+    c = Counters()
+
+    async def write(b: bytes) -> None:
+        out.append(b)
+
+    async def go() -> SSERelay:
+        r = SSERelay(INTERCEPTORS[dialect](judge, c), write, max_bytes)
+        for ch in chunks:
+            await r.feed(ch)
+        await r.finish()
+        return r
+
+    r = asyncio.run(go())
+    return b"".join(out), c, r
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    pts = sorted({min(max(x, 0), len(data)) for x in cuts})
+    out, prev = [], 0
+    for p in pts:
+        out.append(data[prev:p])
+        prev = p
+    out.append(data[prev:])
+    return [x for x in out if x]
+
+
+MIXED = Scenario([text("Let me do two things."), tool("delete_file", "call_1", {"path": "/tmp/a b"}), tool("get_weather", "call_2", {"city": "Zürich"})], split_text=3)
+
+
+@pytest.mark.parametrize("dialect", list(GEN))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.integers(min_value=0, max_value=6000), max_size=40))
+def test_any_chunk_split_gives_the_same_client_output(judge: Any, dialect: str, cuts: list[int]) -> None:
+    data = b"".join(GEN[dialect](MIXED, "m"))
+    whole, c1, _ = relay_run(dialect, judge, [data])
+    parts, c2, _ = relay_run(dialect, judge, split(data, cuts))
+    assert parts == whole
+    assert (c1.tool_calls, c1.blocked) == (c2.tool_calls, c2.blocked) == (2, 1)
+    assert b"delete_file" in whole and b"[agentsh] Tool 'delete_file' blocked by policy" in whole
+
+
+@pytest.mark.parametrize("dialect", list(GEN))
+def test_crlf_framing_is_kept_for_synthetic_events(judge: Any, dialect: str) -> None:
+    data = b"".join(GEN[dialect](MIXED, "m")).replace(b"\n", b"\r\n")
+    out, c, _ = relay_run(dialect, judge, [data])
+    assert c.blocked == 1
+    assert b"\n" not in out.replace(b"\r\n", b"")  # every line ending is still CRLF
+
+
+TEXTS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@pytest.mark.parametrize("dialect", list(GEN))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(TEXTS | st.sampled_from(["tool_use", '"tool_calls"', "function_call", "data: x\n\n"]), min_size=1, max_size=8), cuts=st.lists(st.integers(0, 4000), max_size=10))
+def test_stream_without_tool_calls_is_byte_identical(judge: Any, dialect: str, texts: list[str], cuts: list[int]) -> None:
+    sc = Scenario([text(t) for t in texts if t] or [text("x")], split_text=5)
+    data = b"".join(GEN[dialect](sc, "m"))
+    out, c, _ = relay_run(dialect, judge, split(data, cuts))
+    assert out == data
+    assert c.tool_calls == 0
+
+
+GARBAGE = st.sampled_from(
+    [
+        b'data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use"\n\n',
+        b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,\n\n',
+        b'data: {"type":"response.output_item.added","item":{"type":"function_call"\n\n',
+        b"data: tool_use tool_calls function_call not json\n\n",
+        b": keep-alive comment\n\n",
+        b"event: weird\ndata: \xff\xfe tool_use\n\n",
+        b'data: {"type":"content_block_start","index":"x","content_block":{"type":"tool_use","name":5}}\n\n',
+        b'data: {"choices":"nope","tool_calls":1}\n\n',
+        b'data: ["tool_calls", "function_call"]\n\n',
+        b"retry: 100\n\n",
+    ]
+)
+
+
+@pytest.mark.parametrize("dialect", list(GEN))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_malformed_lines_never_crash_and_pass_through(judge: Any, dialect: str, data: Any) -> None:
+    events = GEN[dialect](MIXED, "m")
+    junk = data.draw(st.lists(st.tuples(st.integers(0, len(events)), GARBAGE), max_size=6))
+    seq = list(events)
+    for pos, g in sorted(junk, key=lambda x: -x[0]):
+        seq.insert(pos, g)
+    cuts = data.draw(st.lists(st.integers(0, 8000), max_size=10))
+    out, c, _ = relay_run(dialect, judge, split(b"".join(seq), cuts))
+    for _, g in junk:
+        assert g in out  # forwarded unchanged
+    n_bad_json = sum(1 for _, g in junk if g.startswith(b"data: {") and g.count(b"{") != g.count(b"}") or b"not json" in g or b"\xff" in g)
+    assert c.malformed >= n_bad_json
+
+
+def test_over_long_event_falls_back_to_copy(judge: Any) -> None:
+    big = b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + b"a" * 5000 + b'"}}\n\n'
+    events = anthropic_events(MIXED, "m")
+    data = events[0] + big + b"".join(events[1:])
+    out, c, r = relay_run("anthropic", judge, [data[i : i + 700] for i in range(0, len(data), 700)], max_bytes=1024)
+    assert r.overflowed
+    assert out == data  # everything after the long event is copied, uninspected
+    assert c.tool_calls == 0
+
+
+def test_anthropic_blocked_block_keeps_index_and_drops_deltas(judge: Any) -> None:
+    out, c, _ = relay_run("anthropic", judge, [b"".join(anthropic_events(MIXED, "m"))])
+    evs = [orjson.loads(line[6:]) for line in out.split(b"\n") if line.startswith(b"data: ")]
+    starts = [(e["index"], e["content_block"]["type"]) for e in evs if e["type"] == "content_block_start"]
+    assert starts == [(0, "text"), (1, "text"), (2, "tool_use")]
+    assert not any(e.get("index") == 1 and e.get("delta", {}).get("type") == "input_json_delta" for e in evs)
+    assert sum(1 for e in evs if e["type"] == "content_block_stop" and e["index"] == 1) == 1
+    assert [e["delta"]["stop_reason"] for e in evs if e["type"] == "message_delta"] == ["tool_use"]
+
+
+def test_openai_partial_block_renumbers_allowed_tool_index(judge: Any) -> None:
+    out, _, _ = relay_run("openai", judge, [b"".join(chat_chunks(MIXED, "m", False))])
+    idx = set()
+    for line in out.split(b"\n"):
+        if line.startswith(b"data: {"):
+            for ch in orjson.loads(line[6:])["choices"]:
+                for tc in ch["delta"].get("tool_calls") or []:
+                    idx.add(tc["index"])
+                    assert tc.get("id", "call_2") == "call_2"
+    assert idx == {0}
+
+
+def test_responses_sequence_numbers_stay_contiguous(judge: Any) -> None:
+    out, c, _ = relay_run("openai-responses", judge, [b"".join(response_events(MIXED, "m"))])
+    seqs = [orjson.loads(line[6:])["sequence_number"] for line in out.split(b"\n") if line.startswith(b"data: ")]
+    assert seqs == list(range(len(seqs)))
+    assert c.blocked == 1
+    done = [orjson.loads(line[6:]) for line in out.split(b"\n") if line.startswith(b"data: ") and b"response.completed" in line][0]
+    assert [i["type"] for i in done["response"]["output"]] == ["message", "message", "function_call"]
