@@ -7,13 +7,21 @@ pool per client; JSON both ways with orjson.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
 DEFAULT_SOCKET = "/run/agentsh/agentsh.sock"
+
+
+def channel_path(control_socket: Path | str) -> Path:
+    """The decision channel's socket, next to the control socket."""
+    p = Path(control_socket)
+    return p.with_name(p.stem + "-decide.sock")
 
 
 def default_socket() -> str:
@@ -44,6 +52,7 @@ class ControlClient:
         self.socket_path = socket_path or default_socket()
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._channel: _DecisionLink | None = None
 
     def _sess(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -79,6 +88,19 @@ class ControlClient:
         except TimeoutError as e:
             raise DaemonUnavailable(self.socket_path, "timed out") from e
 
+    async def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One tool-call decision (DecisionRequest JSON → Decision JSON).
+
+        Uses the decision channel (agent/daemon/decide_channel.py); falls back
+        to ``POST /v1/mcp/decide`` when the channel socket is absent.
+        """
+        if self._channel is None:
+            self._channel = _DecisionLink(channel_path(self.socket_path), self.socket_path)
+        try:
+            return await self._channel.decide(request)
+        except _NoChannel:
+            return await self.post("/v1/mcp/decide", request)
+
     async def get(self, path: str) -> Any:
         return await self.request("GET", path)
 
@@ -86,6 +108,9 @@ class ControlClient:
         return await self.request("POST", path, payload if payload is not None else {})
 
     async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -95,6 +120,95 @@ class ControlClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class _NoChannel(Exception):
+    pass
+
+
+class _DecisionLink:
+    """A pipelined connection to the decision channel (one reader task
+    dispatching answers by id), reconnected on demand."""
+
+    def __init__(self, path: Path, control_socket: str) -> None:
+        self.path = path
+        self.control_socket = control_socket
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._task: asyncio.Task | None = None
+        self._connecting: asyncio.Lock = asyncio.Lock()
+
+    async def _connect(self) -> None:
+        async with self._connecting:
+            if self._writer is not None and not self._writer.is_closing():
+                return
+            if not self.path.exists():
+                if os.path.exists(self.control_socket):
+                    raise _NoChannel()
+                raise DaemonUnavailable(self.control_socket, "no socket")
+            try:
+                self._reader, self._writer = await asyncio.open_unix_connection(
+                    str(self.path), limit=16 * 1024 * 1024
+                )
+            except OSError as e:
+                raise DaemonUnavailable(self.control_socket, f"cannot connect: {e.__class__.__name__}") from e
+            self._task = asyncio.create_task(self._read_loop(self._reader))
+
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        err: Exception = DaemonUnavailable(self.control_socket, "connection closed")
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                msg = orjson.loads(line)
+                fut = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), int) else None
+                if fut is None:
+                    if msg.get("error"):  # connection-level refusal (e.g. forbidden)
+                        err = ControlError(403, msg)
+                    continue
+                if fut.done():
+                    continue
+                if "error" in msg:
+                    fut.set_exception(ControlError(400, msg))
+                else:
+                    fut.set_result(msg["decision"])
+        except (ConnectionError, orjson.JSONDecodeError, ValueError) as e:
+            err = DaemonUnavailable(self.control_socket, f"connection lost: {e.__class__.__name__}")
+        finally:
+            pending, self._pending = self._pending, {}
+            for fut in pending.values():
+                if not fut.done():
+                    fut.set_exception(err)
+            if self._writer is not None:
+                self._writer.close()
+            self._writer = None
+
+    async def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._writer is None or self._writer.is_closing():
+            await self._connect()
+        assert self._writer is not None
+        rid = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        try:
+            self._writer.write(orjson.dumps({**request, "id": rid}) + b"\n")
+        except (ConnectionError, RuntimeError) as e:
+            self._pending.pop(rid, None)
+            raise DaemonUnavailable(self.control_socket, f"connection lost: {e.__class__.__name__}") from e
+        return await fut
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
 
 
 def call(socket_path: str | None, method: str, path: str, payload: Any = None) -> Any:

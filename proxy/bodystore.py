@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from agentsh.agent.policy.schema import BodyStorageConfig
 
 BODIES_DIR = "llm-bodies"

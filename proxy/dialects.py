@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import orjson
+
 from agentsh.agent.policy.schema import ProxyConfig
 
 Dialect = Literal["anthropic", "openai", "openai-responses"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+
 from agentsh.agent.policy.schema import DLPConfig
 from agentsh.agent.sensitive import SensitiveDetector
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from agentsh.agent.client import ControlClient, DaemonUnavailable, default_socket
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.bodystore import bodies_path

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
 from agentsh.agent.mcp.types import Decision
 from agentsh.proxy.decider import blocked_text
 

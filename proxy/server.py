@@ -9,6 +9,7 @@ compressed bytes untouched).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gzip
 import logging
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp import web
+
 from agentsh.agent.mcp.types import Decision
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.bodystore import BodyStore, bodies_path
@@ -29,7 +32,6 @@ from agentsh.proxy.dlp import BodyRedactor
 from agentsh.proxy.headers import client_response_headers, upstream_request_headers
 from agentsh.proxy.rewrite import rewrite
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
-from aiohttp import web
 
 log = logging.getLogger("agentsh.proxy")
 
@@ -214,6 +216,10 @@ class ProxyServer:
                     self.counts["streams"] += 1
                     return await self._relay_stream(request, rt, up, judge, st)
                 return await self._relay_buffered(rt, up, judge, st)
+            except asyncio.CancelledError:  # the client went away (handler cancellation)
+                st.error = st.error or "client disconnected"
+                up.close()
+                raise
             finally:
                 up.release()
         finally:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
 from agentsh.agent.mcp.types import Decision
 from agentsh.proxy.decider import blocked_text
 from agentsh.proxy.dialects import UsageScan

@@ -237,3 +237,51 @@ def test_tools_stop_being_current_when_the_last_shim_of_a_server_exits(daemon: D
     assert "frobnicate" in before and "frobnicate" in middle
     assert "frobnicate" not in after
     assert len(daemon.events("shim_exited")) == 2
+
+
+def test_decision_channel_answers_pipelined_requests_in_order(daemon: DaemonProc) -> None:
+    from agentsh.agent.client import ControlError, channel_path
+
+    async def go() -> tuple[list[dict], Exception]:
+        async with ControlClient(str(daemon.socket)) as c:
+            await c.post("/v1/mcp/tools", {"server_id": "fs", "server_type": "stdio",
+                                            "tools": [{"name": "read_file", "description": "Reads a file."}]})
+            reqs = [{"tool_name": "read_file", "server_id": "fs", "source": "shim", "jsonrpc_id": i} for i in range(50)]
+            answers = await asyncio.gather(*(c.decide(r) for r in reqs))
+            try:
+                await c.decide({"tool_name": ""})
+            except ControlError as e:
+                return answers, e
+        raise AssertionError("bad request accepted")
+
+    answers, err = asyncio.run(go())
+    assert all(a["action"] == "allow" and a["server_id"] == "fs" and a["tool_hash"].startswith("sha256:") for a in answers)
+    assert "tool_name" in str(err)
+    assert (channel_path(daemon.socket).stat().st_mode & 0o777) == 0o660
+    ids = sorted(e["jsonrpc_id"] for e in daemon.events("mcp_tool_called"))
+    assert ids == list(range(50))
+
+
+def test_decision_channel_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
+    from agentsh.agent.client import channel_path
+
+    os.chmod(channel_path(daemon.socket), 0o666)
+    os.chmod(daemon.root, 0o755)
+    os.chmod(daemon.socket.parent, 0o755)
+    code = (
+        "import asyncio,sys\n"
+        "from agentsh.agent.client import ControlClient\n"
+        "async def go():\n"
+        f"    async with ControlClient({str(daemon.socket)!r}) as c:\n"
+        "        try:\n"
+        "            await c.decide({'tool_name': 'x', 'source': 'shim', 'server_id': 's'})\n"
+        "        except Exception as e:\n"
+        "            print(type(e).__name__, e); return\n"
+        "        print('ALLOWED')\n"
+        "asyncio.run(go())\n"
+    )
+    import sys
+
+    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
+                       capture_output=True, text=True, timeout=30)
+    assert "ControlError" in r.stdout and "forbidden" in r.stdout, r.stdout + r.stderr

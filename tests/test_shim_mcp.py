@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -294,8 +293,6 @@ async def test_shim_reconnects_when_the_daemon_comes_back(
 def test_shim_without_daemon_or_policy_still_relays(tmp_path: Path) -> None:
     env = {**os.environ, "AGENTSH_SOCKET": str(tmp_path / "none.sock"),
            "AGENTSH_STATE_DIR": str(tmp_path / "st"), "AGENTSH_CONFIG_DIR": str(tmp_path / "etc")}
-    t0 = time.monotonic()
     r = subprocess.run([SHIM, "--", "cat"], input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
                        capture_output=True, env=env, timeout=30)
     assert r.returncode == 0 and r.stdout == b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-    assert time.monotonic() - t0 < 30

@@ -21,8 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from aiohttp import web
+from pydantic import ValidationError
+
+from agentsh.agent.client import channel_path
 from agentsh.agent.daemon.api import build_app, server_gone
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
+from agentsh.agent.daemon.decide_channel import DecisionChannel
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor
@@ -31,8 +36,6 @@ from agentsh.agent.events.writer import EventWriter
 from agentsh.agent.policy.loader import LoadedPolicy
 from agentsh.agent.policy.store import PolicyStore
 from agentsh.agent.version import __version__
-from aiohttp import web
-from pydantic import ValidationError
 
 log = logging.getLogger("agentsh.daemon")
 
@@ -89,6 +92,7 @@ class Daemon:
         self._stop_reason = "signal"
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
+        self._channel: DecisionChannel | None = None
 
     # ------------------------------------------------------------------ start
 
@@ -136,7 +140,12 @@ class Daemon:
         site = web.UnixSite(self._runner, str(paths.socket))
         await site.start()
         _secure_socket(paths.socket, lp.policy.daemon.group)
-        log.info("control API listening on %s", paths.socket)
+        chan_path = channel_path(paths.socket)
+        _prepare_socket_path(chan_path)
+        self._channel = DecisionChannel(ctx, lp.policy.daemon.group)
+        await self._channel.start(chan_path)
+        _secure_socket(chan_path, lp.policy.daemon.group)
+        log.info("control API listening on %s (decisions: %s)", paths.socket, chan_path)
 
         await self._start_netmon(ctx)
         self._start_proxy(ctx)
@@ -351,8 +360,11 @@ class Daemon:
                 log.exception("stopping the BPF layer failed")
         if self._runner is not None:
             await self._runner.cleanup()
-        with contextlib.suppress(OSError):
-            ctx.paths.socket.unlink()
+        if self._channel is not None:
+            await self._channel.stop()
+        for p in (ctx.paths.socket, channel_path(ctx.paths.socket)):
+            with contextlib.suppress(OSError):
+                p.unlink()
         # last: events from the steps above must reach the log
         await asyncio.to_thread(self.ingest_spool, ctx)
         if ctx.mcp is not None:

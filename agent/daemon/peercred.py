@@ -33,14 +33,27 @@ class PeerCred:
         return out
 
 
-def peer_of(request: web.Request) -> PeerCred | None:
-    transport = request.transport
-    sock = transport.get_extra_info("socket") if transport else None
+def peer_of_socket(sock: socket.socket | None) -> PeerCred | None:
     if sock is None or sock.family != socket.AF_UNIX:
         return None
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, gid = struct.unpack("3i", raw)
     return PeerCred(pid, uid, gid)
+
+
+def peer_of(request: web.Request) -> PeerCred | None:
+    transport = request.transport
+    return peer_of_socket(transport.get_extra_info("socket") if transport else None)
+
+
+def may_mutate(peer: PeerCred | None, group_name: str) -> bool:
+    """Root, or a member of the daemon's group."""
+    if peer is None:
+        return False
+    if peer.uid == 0:
+        return True
+    gid = group_id(group_name)
+    return gid is not None and gid in peer.groups()
 
 
 def group_id(name: str) -> int | None:
@@ -55,20 +68,12 @@ def make_middleware(group_name: str):
     async def peercred_middleware(request: web.Request, handler):
         peer = peer_of(request)
         request["peer"] = peer
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            allowed = False
-            if peer is not None:
-                if peer.uid == 0:
-                    allowed = True
-                else:
-                    gid = group_id(group_name)
-                    allowed = gid is not None and gid in peer.groups()
-            if not allowed:
-                who = f"uid {peer.uid}" if peer else "unknown peer"
-                return web.json_response(
-                    {"error": f"forbidden: {who} is neither root nor in group {group_name!r}"},
-                    status=403,
-                )
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not may_mutate(peer, group_name):
+            who = f"uid {peer.uid}" if peer else "unknown peer"
+            return web.json_response(
+                {"error": f"forbidden: {who} is neither root nor in group {group_name!r}"},
+                status=403,
+            )
         return await handler(request)
 
     return peercred_middleware
