@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -35,11 +34,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def eval_dir() -> Path:
     env = os.environ.get("AGENTSH_EVAL_DIR")
     candidates = [Path(env)] if env else []
-    candidates += [ROOT.parent / "shared" / "eval" / "mcpproxy-065", ROOT / "shared" / "eval" / "mcpproxy-065"]
+    candidates += [
+        ROOT.parent / "shared" / "eval" / "mcpproxy-065",
+        ROOT / "shared" / "eval" / "mcpproxy-065",
+    ]
     for c in candidates:
         if (c / "detect_corpus_v1.json").exists():
             return c
-    sys.exit(f"eval corpora not found (tried {', '.join(map(str, candidates))}); set AGENTSH_EVAL_DIR")
+    sys.exit(
+        f"eval corpora not found (tried {', '.join(map(str, candidates))}); set AGENTSH_EVAL_DIR"
+    )
 
 
 def _tool_from_detect(entry: dict) -> tuple[dict, list[dict]]:
@@ -49,7 +53,10 @@ def _tool_from_detect(entry: dict) -> tuple[dict, list[dict]]:
     peers = []
     for p in entry.get("peers") or []:
         if isinstance(p, dict):
-            peers.append(p)
+            # the API takes other servers' tools; a same-server sibling is not a peer
+            if p.get("server") is not None and p.get("server") == entry.get("server"):
+                continue
+            peers.append(p.get("tool", p) if isinstance(p.get("tool"), dict) else p)
         elif isinstance(p, str):
             peers.append({"name": p})
     return t, peers
@@ -74,12 +81,18 @@ def quality(det: Detector, d: Path, verbose: bool) -> None:
         if label == "malicious":
             kind = "malicious"
         else:
-            hard = cat.startswith("hard") or entry.get("hard_negative") or "hard" in str(entry.get("tags", ""))
+            hard = (
+                cat.startswith("hard")
+                or entry.get("hard_negative")
+                or "hard" in str(entry.get("tags", ""))
+            )
             kind = "hard_negative" if hard else "benign"
         r = rows[(corpus, kind, cat)]
         r[0] += hit
         r[1] += 1
-        top = sorted(res, key=lambda x: -["low", "medium", "high", "critical"].index(x.severity))[:3]
+        top = sorted(res, key=lambda x: -["low", "medium", "high", "critical"].index(x.severity))[
+            :3
+        ]
         desc = "; ".join(f"{x.severity}:{x.category}/{x.pattern}@{x.field}" for x in top) or "-"
         if kind == "malicious" and not hit:
             misses.append(f"  MISS {corpus}:{entry['id']} [{cat}] max={max_severity(res)} {desc}")
@@ -111,8 +124,12 @@ def quality(det: Detector, d: Path, verbose: bool) -> None:
         res = det.inspect({"name": t["tool"], "description": t["description"]})
         real_any += bool(res)
         if reaches(max_severity(res), thr):
-            real_hits.append(f"  REAL {t['tool_id']}: " + "; ".join(f"{x.severity}:{x.pattern}" for x in res))
-    print(f"  real reference tools: {len(real_hits)}/{len(real)} at >= {thr} ({real_any} with any lower-severity note)")
+            real_hits.append(
+                f"  REAL {t['tool_id']}: " + "; ".join(f"{x.severity}:{x.pattern}" for x in res)
+            )
+    print(
+        f"  real reference tools: {len(real_hits)}/{len(real)} at >= {thr} ({real_any} with any lower-severity note)"
+    )
     for line in real_hits:
         print(line)
     if verbose:
@@ -124,13 +141,78 @@ def quality(det: Detector, d: Path, verbose: bool) -> None:
 
 # ---------------------------------------------------------------- speed
 
-_WORDS = (
-    "Read the complete contents of a file from the file system. Handles various text encodings "
-    "and provides detailed error messages if the file cannot be read. Use this tool when you need "
-    "to examine the contents of a single file. Only works within allowed directories. Returns the "
-    "result as JSON with the fields described in the output schema. Supports pagination via the "
-    "cursor parameter; results are sorted by modification time."
-).split()
+_WORDS = [
+    "Read",
+    "the",
+    "complete",
+    "contents",
+    "of",
+    "a",
+    "file",
+    "from",
+    "the",
+    "file",
+    "system.",
+    "Handles",
+    "various",
+    "text",
+    "encodings",
+    "and",
+    "provides",
+    "detailed",
+    "error",
+    "messages",
+    "if",
+    "the",
+    "file",
+    "cannot",
+    "be",
+    "read.",
+    "Use",
+    "this",
+    "tool",
+    "when",
+    "you",
+    "need",
+    "to",
+    "examine",
+    "the",
+    "contents",
+    "of",
+    "a",
+    "single",
+    "file.",
+    "Only",
+    "works",
+    "within",
+    "allowed",
+    "directories.",
+    "Returns",
+    "the",
+    "result",
+    "as",
+    "JSON",
+    "with",
+    "the",
+    "fields",
+    "described",
+    "in",
+    "the",
+    "output",
+    "schema.",
+    "Supports",
+    "pagination",
+    "via",
+    "the",
+    "cursor",
+    "parameter;",
+    "results",
+    "are",
+    "sorted",
+    "by",
+    "modification",
+    "time.",
+]
 
 
 def make_tools(n: int, seed: int = 7) -> list[dict]:

@@ -28,16 +28,14 @@ class Decider(Protocol):
 
 
 class DaemonDecider:
-    """Production decider: POST /v1/mcp/decide over the control socket."""
+    """Production decider: the daemon's decision channel (agent/daemon/decide_channel.py)."""
 
     def __init__(self, client: Any, timeout: float = 5.0) -> None:
         self._client = client
         self._timeout = timeout
 
     async def decide(self, req: DecisionRequest) -> Decision:
-        body = await asyncio.wait_for(
-            self._client.post("/v1/mcp/decide", req.to_json()), self._timeout
-        )
+        body = await asyncio.wait_for(self._client.decide(req.to_json()), self._timeout)
         return Decision.from_json(body)
 
 

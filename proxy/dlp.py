@@ -29,6 +29,13 @@ class BodyRedactor:
         """(body to send, counts per type); the original object when nothing matched."""
         if not self.enabled or not body:
             return body, {}
+        # One scan of the raw JSON first: clean bodies (the common case) are never
+        # parsed or rebuilt. JSON escapes only touch quotes, backslashes, control
+        # characters and (with ensure_ascii) non-ASCII, none of which the
+        # detector's types are made of, so a secret in a value is also a match
+        # in the raw text.
+        if not self.detector.find(body.decode("utf-8", "replace")):
+            return body, {}
         try:
             doc = orjson.loads(body)
         except orjson.JSONDecodeError:

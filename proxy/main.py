@@ -60,7 +60,9 @@ def bind(listen: str) -> socket.socket:
     return s
 
 
-async def run(socket_path: str, user: str | None, listen: str | None, policy_dir: str | None) -> int:
+async def run(
+    socket_path: str, user: str | None, listen: str | None, policy_dir: str | None, state_dir_arg: str | None
+) -> int:
     client = ControlClient(socket_path)
     policy = await fetch_policy(client, policy_dir)
     if policy.proxy.mode == "disabled":
@@ -69,7 +71,7 @@ async def run(socket_path: str, user: str | None, listen: str | None, policy_dir
         return 0
     listen = listen or policy.proxy.listen
     sock = bind(listen)
-    state_dir = Path(policy.daemon.state_dir)
+    state_dir = Path(state_dir_arg or policy.daemon.state_dir)
     acct = resolve_account(user or policy.daemon.user, policy.daemon.group)
     spool_dir = state_dir / "spool"
     prepare_dir(spool_dir, acct, 0o770, take_over=False)
@@ -124,8 +126,16 @@ async def run(socket_path: str, user: str | None, listen: str | None, policy_dir
 @click.option("--user", default=None, help="Account to drop to (default: policy daemon.user, else nobody).")
 @click.option("--listen", default=None, help="HOST:PORT (default: policy proxy.listen).")
 @click.option("--policy-dir", default=None, help="Policy directory to use when the daemon is unreachable.")
+@click.option("--state-dir", default=None, help="The daemon's state dir (spool, bodies); default: policy daemon.state_dir.")
 @click.option("--log-level", default="INFO", show_default=True)
-def main(socket_path: str | None, user: str | None, listen: str | None, policy_dir: str | None, log_level: str) -> None:
+def main(
+    socket_path: str | None,
+    user: str | None,
+    listen: str | None,
+    policy_dir: str | None,
+    state_dir: str | None,
+    log_level: str,
+) -> None:
     """The agentsh LLM proxy."""
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    sys.exit(asyncio.run(run(socket_path or default_socket(), user, listen, policy_dir)))
+    sys.exit(asyncio.run(run(socket_path or default_socket(), user, listen, policy_dir, state_dir)))

@@ -54,7 +54,11 @@ class EventReporter:
     ) -> None:
         self._client = client
         self.spool_dir = spool_dir
-        self.spool_path = spool_dir / f"proxy-{os.getpid()}-{int(time.time())}.jsonl"
+        # ``.tmp`` while this process lives: the daemon ingests ``*.jsonl`` and
+        # the ``.tmp`` of dead processes only. Once the daemon answers again the
+        # reporter replays the spool itself and truncates it.
+        self.spool_path = spool_dir / f"proxy-{os.getpid()}-{int(time.time())}.jsonl.tmp"
+        self._spool_dirty = False
         self._interval = flush_interval
         self._batch_max = batch_max
         self._queue_max = queue_max
@@ -81,9 +85,39 @@ class EventReporter:
             with open(self.spool_path, "ab") as fh:
                 fh.write(data)
             self.spooled += len(batch)
+            self._spool_dirty = True
         except OSError as e:
             self.dropped += len(batch)
             log.error("cannot spool %d proxy events to %s: %s (dropped)", len(batch), self.spool_path, e)
+
+    async def _replay_spool(self) -> None:
+        """The daemon is reachable again: hand it what was spooled, keep the rest."""
+        try:
+            lines = [ln for ln in self.spool_path.read_bytes().splitlines() if ln.strip()]
+        except OSError:
+            return
+        sent = 0
+        try:
+            while sent < len(lines):
+                chunk = lines[sent : sent + self._batch_max]
+                batch = []
+                for ln in chunk:
+                    try:
+                        batch.append(orjson.loads(ln))
+                    except orjson.JSONDecodeError:
+                        continue
+                await asyncio.wait_for(self._client.post("/v1/events", {"events": batch}), 5.0)
+                sent += len(chunk)
+                self.sent += len(batch)
+        except Exception as e:
+            log.warning("replaying the spool failed (%s); %d events stay spooled", e.__class__.__name__, len(lines) - sent)
+        try:
+            with open(self.spool_path, "r+b") as fh:
+                fh.truncate(0)
+                fh.write(b"".join(ln + b"\n" for ln in lines[sent:]))
+            self._spool_dirty = sent < len(lines)
+        except OSError as e:
+            log.error("cannot rewrite spool %s: %s", self.spool_path, e)
 
     async def flush(self) -> None:
         while self._pending:
@@ -93,6 +127,8 @@ class EventReporter:
                     raise ConnectionError("no daemon client")
                 await asyncio.wait_for(self._client.post("/v1/events", {"events": batch}), 5.0)
                 self.sent += len(batch)
+                if self._spool_dirty:
+                    await self._replay_spool()
             except asyncio.CancelledError:
                 self._spool(batch)  # shutting down mid-send: keep the batch
                 raise

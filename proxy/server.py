@@ -89,6 +89,8 @@ class ProxyServer:
         self._runner: web.AppRunner | None = None
         self.bodystore: BodyStore | None = None
         self.redactor: BodyRedactor | None = None
+        self._rid_prefix = secrets.token_hex(8)  # unique per process; a counter within it
+        self._seq = 0
         self.counts = {"requests": 0, "streams": 0, "tool_calls": 0, "blocked": 0, "errors": 0, "malformed": 0}
         self.update_policy(policy)
 
@@ -178,7 +180,8 @@ class ProxyServer:
         if request.path == HEALTH_PATH and request.method == "GET":
             return web.json_response({"ok": True, **self.stats()})
         t0 = time.perf_counter()
-        rid = "req_" + secrets.token_hex(12)
+        self._seq += 1
+        rid = f"req_{self._rid_prefix}{self._seq:08x}"
         cfg = self.cfg
         self.counts["requests"] += 1
         body = await request.read()

@@ -12,11 +12,17 @@ seals the spool segment so the daemon ingests it.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import http.client
 import logging
+import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import orjson
 
 from agentsh.agent.client import ControlClient, ControlError, DaemonUnavailable
 from agentsh.shim.spool import Spool
@@ -28,10 +34,83 @@ log = logging.getLogger("agentsh.shim")
 HEARTBEAT_SECONDS = 10.0
 RECONNECT_SECONDS = 1.0
 EVENT_BATCH = 512
+EVENT_FLUSH_SECONDS = 0.05
+"""Events are collected and sent in batches at this period: emitting an event from a
+relay thread is a deque append, never a wake-up of the event loop."""
 
 
 class LinkDown(Exception):
     """The daemon cannot answer now (unreachable, timed out, or refused the request)."""
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("agentshd", timeout=timeout)
+        self._unix_path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self._unix_path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+class SyncControl:
+    """Blocking keep-alive HTTP over the Unix socket, one connection per thread.
+
+    Why not the asyncio ControlClient: a tools/call waits for its decision in a
+    relay thread; hopping to the event loop and through aiohttp costs about a
+    millisecond, a direct request on a kept-alive socket a fraction of that.
+    """
+
+    def __init__(self, socket_path: str) -> None:
+        self.socket_path = socket_path
+        self._local = threading.local()
+
+    def _conn(self, timeout: float) -> _UnixHTTPConnection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = _UnixHTTPConnection(self.socket_path, timeout)
+            self._local.conn = c
+        c.timeout = timeout
+        if c.sock is not None:
+            c.sock.settimeout(timeout)
+        return c
+
+    def close(self) -> None:
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            c.close()
+            self._local.conn = None
+
+    def post(self, path: str, payload: Any, timeout: float) -> Any:
+        """POST JSON; returns the decoded body. Raises OSError/HTTPException on
+        transport problems and LinkDown on a non-2xx answer."""
+        body = orjson.dumps(payload)
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+        for attempt in (0, 1):
+            c = self._conn(timeout)
+            reused = c.sock is not None
+            try:
+                c.request("POST", path, body=body, headers=headers)
+                resp = c.getresponse()
+                raw = resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.close()
+                if reused and attempt == 0:
+                    continue  # a kept-alive connection the daemon closed meanwhile
+                raise
+            except (OSError, http.client.HTTPException):
+                self.close()
+                raise
+            if resp.status >= 300:
+                raise LinkDown(f"HTTP {resp.status}: {raw[:200]!r}")
+            return orjson.loads(raw) if raw else None
+        raise LinkDown("unreachable")  # pragma: no cover
 
 
 class DaemonLink:
@@ -47,6 +126,7 @@ class DaemonLink:
         reconnect_seconds: float = RECONNECT_SECONDS,
     ) -> None:
         self.client = ControlClient(socket_path, timeout=10.0)
+        self.sync = SyncControl(socket_path)
         self.spool = spool
         self._register_payload = register_payload
         self._heartbeat_payload = heartbeat_payload
@@ -60,7 +140,7 @@ class DaemonLink:
         self.went_down_at: float | None = None
         self.reconnects = 0
         self.events_sent = 0
-        self._queue: asyncio.Queue[dict[str, Any] | None] | None = None
+        self._events: collections.deque[dict[str, Any]] = collections.deque()
         self._sender: asyncio.Task[Any] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._wake_reconnect: asyncio.Event | None = None
@@ -70,7 +150,6 @@ class DaemonLink:
 
     async def start(self) -> bool:
         self.loop = asyncio.get_running_loop()
-        self._queue = asyncio.Queue()
         self._wake_reconnect = asyncio.Event()
         ok = await self._register()
         self._sender = asyncio.create_task(self._event_sender())
@@ -111,12 +190,12 @@ class DaemonLink:
         self._closing = True
         for t in self._tasks:
             t.cancel()
-        if self._sender is not None and self._queue is not None:
-            self._queue.put_nowait(None)  # the sender sends what is queued, then stops
-            try:
-                await asyncio.wait_for(asyncio.shield(self._sender), 5.0)
-            except (TimeoutError, asyncio.CancelledError):
-                self._sender.cancel()
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(BaseException):
+                await self._sender
+            self._sender = None
+        await self._flush_events()
         if self.up and self.shim_id:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(
@@ -146,48 +225,38 @@ class DaemonLink:
 
     def call(self, path: str, payload: Any, timeout: float) -> Any:
         """Blocking request from a relay thread; raises LinkDown."""
-        if not self.up or self.loop is None:
+        if not self.up:
             raise LinkDown("daemon down")
-        fut = asyncio.run_coroutine_threadsafe(self.post(path, payload, timeout), self.loop)
         try:
-            return fut.result(timeout + 0.5)
-        except LinkDown:
+            return self.sync.post(path, payload, timeout)
+        except LinkDown as e:
+            log.error("agentshd refused %s: %s", path, e)
             raise
-        except Exception as e:  # concurrent TimeoutError, loop closed, ...
-            fut.cancel()
-            self._set_down(f"{path}: {e.__class__.__name__}")
+        except (OSError, http.client.HTTPException, orjson.JSONDecodeError) as e:
+            self._set_down(f"{path}: {e.__class__.__name__}: {e}")
             raise LinkDown(str(e)) from e
 
     # ------------------------------------------------------------------ events
 
     def emit(self, event: dict[str, Any]) -> None:
-        """Queue one event (any thread). Spooled when the daemon is down."""
-        if self.loop is None or self._queue is None or self.loop.is_closed():
+        """Queue one event (any thread); sent within EVENT_FLUSH_SECONDS, spooled
+        when the daemon is down."""
+        if self._closing and self._sender is None:
             self.spool.write([event])
             return
-        try:
-            self.loop.call_soon_threadsafe(self._queue.put_nowait, event)
-        except RuntimeError:  # loop closed
-            self.spool.write([event])
+        self._events.append(event)
 
     async def _event_sender(self) -> None:
-        assert self._queue is not None
-        stop = False
-        while not stop:
-            ev = await self._queue.get()
+        while True:
+            await asyncio.sleep(EVENT_FLUSH_SECONDS)
+            await self._flush_events()
+
+    async def _flush_events(self) -> None:
+        while self._events:
             batch: list[dict[str, Any]] = []
-            if ev is None:
-                stop = True
-            else:
-                batch.append(ev)
-            while len(batch) < EVENT_BATCH and not self._queue.empty():
-                nxt = self._queue.get_nowait()
-                if nxt is None:
-                    stop = True
-                else:
-                    batch.append(nxt)
-            if batch:
-                await self._send_batch(batch)
+            while self._events and len(batch) < EVENT_BATCH:
+                batch.append(self._events.popleft())
+            await self._send_batch(batch)
 
     async def _send_batch(self, batch: list[dict[str, Any]]) -> None:
         if self.up:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
+
 from agentsh.agent.client import default_socket
 from agentsh.agent.events.models import ProtocolError, ShimExited, ShimRegistered
 from agentsh.agent.mcp.serverid import server_id_for

@@ -39,8 +39,10 @@ __all__ = ["ClientVerdict", "Inspector", "Output", "RelayStats", "pump_client", 
 READ_SIZE = 1 << 20
 MAX_LINE = 64 * 1024 * 1024
 """Longest line that is buffered for inspection (client side) or held (server side)."""
-MAX_SIDE_LINE = 16 * 1024 * 1024
-"""Longest server line copied aside for post-forward inspection; longer ones are counted only."""
+SIDE_FULL = 64 * 1024
+"""Forwarded server lines longer than this are not copied aside whole: only their
+first and last EDGE bytes are kept for the framing check (Inspector.server_big_line)."""
+EDGE = 4096
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
@@ -82,8 +84,12 @@ class Inspector(Protocol):
     def server_line(self, line: bytes) -> bytes | None:
         """Held mode: a complete server line; return replacement bytes or None to forward."""
 
-    def server_line_seen(self, line: bytes | memoryview) -> None:
-        """Pass-through mode: a complete server line that was already forwarded."""
+    def server_line_seen(self, line: bytes | bytearray | memoryview) -> None:
+        """Pass-through mode: a complete server line that was already forwarded
+        (the buffer is reused afterwards: do not keep a reference)."""
+
+    def server_big_line(self, head: bytes, tail: bytes, size: int) -> None:
+        """Pass-through mode: a forwarded line longer than SIDE_FULL, by its edges."""
 
     def oversized(self, direction: str, size: int) -> None:
         """A line too long to inspect was forwarded unchanged."""
@@ -101,7 +107,10 @@ class NullInspector:
     def server_line(self, line: bytes) -> bytes | None:
         return None
 
-    def server_line_seen(self, line: bytes | memoryview) -> None:
+    def server_line_seen(self, line: bytes | bytearray | memoryview) -> None:
+        return None
+
+    def server_big_line(self, head: bytes, tail: bytes, size: int) -> None:
         return None
 
     def oversized(self, direction: str, size: int) -> None:
@@ -181,6 +190,7 @@ def pump_client(
     max_line: int = MAX_LINE,
 ) -> None:
     """Client stdin → server stdin (see module docstring)."""
+    buf = bytearray(READ_SIZE)  # reused: no 1 MiB allocation per read
     partial = bytearray()
     passthrough = False  # inside an oversized line: forward until its newline
     dst_ok = True
@@ -199,19 +209,18 @@ def pump_client(
     try:
         while True:
             try:
-                chunk = os.read(src, READ_SIZE)
+                n = os.readv(src, [buf])
             except OSError as e:
                 if e.errno == errno.EINTR:
                     continue
                 break
-            if not chunk:
+            if not n:
                 break
-            stats.client_bytes += len(chunk)
-            mv = memoryview(chunk)
+            stats.client_bytes += n
+            mv = memoryview(buf)[:n]
             pos = 0
-            n = len(chunk)
             if passthrough:
-                nl = chunk.find(b"\n")
+                nl = buf.find(b"\n", 0, n)
                 if nl < 0:
                     send(mv)
                     continue
@@ -220,7 +229,7 @@ def pump_client(
                 pos = nl + 1
             batch_start = pos  # forwardable bytes [batch_start, pos) not yet written
             while pos < n:
-                nl = chunk.find(b"\n", pos)
+                nl = buf.find(b"\n", pos, n)
                 if nl < 0:
                     break
                 stats.client_lines += 1
@@ -236,7 +245,7 @@ def pump_client(
                     pos = nl + 1
                     batch_start = pos
                     continue
-                line = chunk[pos : nl + 1]
+                line = bytes(mv[pos : nl + 1])
                 v = insp.client_line(line)
                 if v is not None:
                     send(mv[batch_start:pos])
@@ -280,59 +289,73 @@ def pump_server(
     insp: Inspector,
     stats: RelayStats,
     max_line: int = MAX_LINE,
-    max_side: int = MAX_SIDE_LINE,
 ) -> None:
     """Server stdout → client stdout (see module docstring)."""
+    buf = bytearray(READ_SIZE)  # reused: no 1 MiB allocation (and page faults) per read
     held = bytearray()  # held mode: the current incomplete line (not yet forwarded)
-    side = bytearray()  # pass-through mode: copy of the current forwarded partial line
-    side_skip = False  # the current forwarded line is too long to copy aside
+    side = bytearray()  # pass-through: copy of the current forwarded line, while short
+    big = False  # the current forwarded line outgrew SIDE_FULL: keep only its edges
+    head = b""
+    tail = bytearray()
+    size = 0
     streaming_line = False  # a line whose first bytes were already forwarded
     try:
         while True:
             try:
-                chunk = os.read(src, READ_SIZE)
+                n = os.readv(src, [buf])
             except OSError as e:
                 if e.errno == errno.EINTR:
                     continue
                 break
-            if not chunk:
+            if not n:
                 break
-            stats.server_bytes += len(chunk)
-            n = len(chunk)
-            mv = memoryview(chunk)
+            stats.server_bytes += n
+            mv = memoryview(buf)[:n]
             pos = 0
             if not held and (streaming_line or not insp.server_hold_needed()):
                 # ---- pass-through: forward first, look afterwards
                 out.stream(mv)
-                pos = 0
                 while True:
-                    nl = chunk.find(b"\n", pos)
+                    nl = buf.find(b"\n", pos, n)
                     if nl < 0:
                         break
                     stats.server_lines += 1
-                    if side or side_skip:
-                        if not side_skip:
-                            side += mv[pos : nl + 1]
-                            insp.server_line_seen(side)
+                    piece = mv[pos : nl + 1]
+                    if big:
+                        size += len(piece)
+                        tail += piece[-EDGE:]
+                        insp.server_big_line(head, bytes(tail[-EDGE:]), size)
+                        big, head, size = False, b"", 0
+                        tail.clear()
+                    elif side:
+                        side += piece
+                        insp.server_line_seen(side)
                         side.clear()
-                        side_skip = False
                     else:
-                        insp.server_line_seen(mv[pos : nl + 1])
+                        insp.server_line_seen(piece)
                     pos = nl + 1
                 streaming_line = pos < n
-                if pos < n and not side_skip:
-                    if len(side) + (n - pos) > max_side:
-                        side_skip = True
-                        stats.oversized += 1
-                        insp.oversized("server", len(side) + (n - pos))
+                if pos < n:
+                    piece = mv[pos:]
+                    if big:
+                        size += len(piece)
+                        tail += piece[-EDGE:]
+                        del tail[:-EDGE]
+                    elif len(side) + len(piece) > SIDE_FULL:
+                        head = bytes(side[:EDGE]) + bytes(piece[: max(0, EDGE - len(side))])
+                        size = len(side) + len(piece)
+                        tail = bytearray(side[-EDGE:])
+                        tail += piece[-EDGE:]
+                        del tail[:-EDGE]
                         side.clear()
+                        big = True
                     else:
-                        side += mv[pos:]
+                        side += piece
                 continue
             # ---- held mode: whole lines first, then forward (maybe rewritten)
             out_batch_start = 0
             while pos < n:
-                nl = chunk.find(b"\n", pos)
+                nl = buf.find(b"\n", pos, n)
                 if nl < 0:
                     break
                 stats.server_lines += 1
@@ -345,7 +368,7 @@ def pump_server(
                     pos = nl + 1
                     out_batch_start = pos
                     continue
-                rep = insp.server_line(chunk[pos : nl + 1])
+                rep = insp.server_line(bytes(mv[pos : nl + 1]))
                 if rep is not None:
                     out.stream(mv[out_batch_start:pos])
                     out.stream(rep)
@@ -357,16 +380,21 @@ def pump_server(
                     stats.oversized += 1
                     insp.oversized("server", len(held) + (n - pos))
                     out.stream(held)
-                    held.clear()
                     out.stream(mv[pos:])
+                    # the rest of this line streams through, checked by its edges
+                    big, head, size = True, bytes(held[:EDGE]), len(held) + (n - pos)
+                    tail = bytearray(bytes(held[-EDGE:]) + bytes(mv[pos:][-EDGE:]))
+                    del tail[:-EDGE]
+                    held.clear()
                     streaming_line = True
-                    side_skip = True
                 else:
                     held += mv[pos:]
         if held:
             rep = insp.server_line(bytes(held))
             out.stream(bytes(held) if rep is None else rep)
-        elif side and not side_skip:
+        elif big:
+            insp.server_big_line(head, bytes(tail), size)
+        elif side:
             insp.server_line_seen(side)
     finally:
         stats.server_gone = True

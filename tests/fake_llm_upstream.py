@@ -47,6 +47,10 @@ class Scenario:
     drop_after_events: int | None = None
     """Close the connection abruptly after this many SSE events."""
     event_delay: float = 0.0
+    pause_after_first: float = 0.0
+    """Seconds to wait after the first event (a model's first token, then the rest)."""
+    pace: bool = False
+    """Yield to the event loop after each event (a generating model, not a blast)."""
     split_text: int = 6
     """Text and JSON arguments are streamed in pieces of this many characters."""
     stop_reason: str | None = None
@@ -303,6 +307,14 @@ class FakeUpstream:
             return web.Response(body=gzip.compress(raw), content_type="application/json", headers={**headers, "Content-Encoding": "gzip"})
         return web.Response(body=raw, content_type="application/json", headers=headers)
 
+    def _events(self, kind: str, sc: Scenario, model: str, gen: Any) -> list[bytes]:
+        """Generated once per scenario (so a benchmark's TTFB is not the fake's JSON work)."""
+        cache: dict[tuple[str, str], list[bytes]] = sc.__dict__.setdefault("_event_cache", {})
+        ev = cache.get((kind, model))
+        if ev is None:
+            ev = cache[(kind, model)] = gen()
+        return ev
+
     async def _stream(self, request: web.Request, sc: Scenario, events: list[bytes]) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"})
         chunks = sc.raw_chunks if sc.raw_chunks is not None else events
@@ -321,9 +333,13 @@ class FakeUpstream:
                     return resp
                 if sc.event_delay:
                     await asyncio.sleep(sc.event_delay)
+                elif sc.pace:
+                    await asyncio.sleep(0)
                 if comp is not None:
                     c = comp.compress(c) + comp.flush(2)  # Z_SYNC_FLUSH: each event decodable at once
                 await resp.write(c)
+                if n == 0 and sc.pause_after_first:
+                    await asyncio.sleep(sc.pause_after_first)
             await resp.write_eof()
         except (ConnectionError, RuntimeError):
             self.disconnects += 1
@@ -335,7 +351,7 @@ class FakeUpstream:
             return self._error_response(sc)
         model = str(body.get("model", "claude-sonnet-4-5"))
         if body.get("stream"):
-            return await self._stream(request, sc, anthropic_events(sc, model))
+            return await self._stream(request, sc, self._events("a", sc, model, lambda: anthropic_events(sc, model)))
         return await self._json(request, sc, anthropic_message(sc, model))
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
@@ -345,7 +361,7 @@ class FakeUpstream:
         model = str(body.get("model", "gpt-4o"))
         if body.get("stream"):
             inc = bool((body.get("stream_options") or {}).get("include_usage"))
-            return await self._stream(request, sc, chat_chunks(sc, model, inc))
+            return await self._stream(request, sc, self._events(f"c{inc}", sc, model, lambda: chat_chunks(sc, model, inc)))
         return await self._json(request, sc, chat_completion(sc, model))
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
@@ -354,7 +370,7 @@ class FakeUpstream:
             return self._error_response(sc)
         model = str(body.get("model", "gpt-4.1"))
         if body.get("stream"):
-            return await self._stream(request, sc, response_events(sc, model))
+            return await self._stream(request, sc, self._events("r", sc, model, lambda: response_events(sc, model)))
         return await self._json(request, sc, response_object(sc, model))
 
     async def _other(self, request: web.Request) -> web.StreamResponse:

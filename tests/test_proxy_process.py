@@ -80,7 +80,7 @@ def test_proxy_process_drops_to_nobody_serves_and_spools(fake: FakeUpstream) -> 
         assert msg.stop_reason == "end_turn"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
-        spooled = [orjson.loads(x) for p in (state / "spool").glob("proxy-*.jsonl") for x in p.read_bytes().splitlines()]
+        spooled = [orjson.loads(x) for p in (state / "spool").glob("proxy-*.jsonl.tmp") for x in p.read_bytes().splitlines()]
         reqs = [e for e in spooled if e["type"] == "llm_request"]
         assert len(reqs) == 2 and all(e["status"] == 200 for e in reqs)  # no event lost with the daemon down
     finally:

@@ -8,6 +8,7 @@ newline), exit codes, signal forwarding and stderr pass-through.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -104,7 +105,7 @@ def relay_in_process(client_chunks: list[bytes], server_chunks: list[bytes]) -> 
 
 def _split(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 json_rpc_lines = st.one_of(
@@ -148,6 +149,18 @@ def test_relay_counts_invalid_lines_and_still_forwards_them() -> None:
     assert to_server == b"".join(client)
     assert to_client == b"".join(server)
     assert insp.stats.invalid == {"client": 2, "server": 1}
+
+
+def test_big_server_lines_are_checked_by_their_framing_across_reads() -> None:
+    good = orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"blob": "y" * 300_000}}) + b"\n"
+    bad = b"x" * 300_000 + b"\n"
+    truncated = good[:-10] + b"\n"
+    data = good + bad + truncated
+    chunks = [data[i : i + 70_000] for i in range(0, len(data), 70_000)]
+    _, to_client, insp = relay_in_process([], chunks)
+    assert to_client == data
+    assert insp.stats.invalid["server"] == 2
+    assert insp.stats.light_checked == 1
 
 
 def test_tools_list_response_split_across_reads_is_held_and_seen_whole() -> None:
@@ -240,3 +253,51 @@ def test_signals_are_forwarded_to_the_server(shim_env: dict[str, str]) -> None:
     p.send_signal(signal.SIGTERM)
     assert p.stdout.readline() == b"got 15\n"
     assert p.wait(30) == 3
+
+
+class DenyNamed(AllowAll):
+    def __init__(self, deny: str) -> None:
+        super().__init__()
+        self.deny = deny
+
+    def decide_call(self, name: str, arguments: Any, jsonrpc_id: Any) -> tuple[bool, str]:
+        self.calls.append(name)
+        return (name != self.deny), "tool denied"
+
+    def review_tools(self, tools: list[dict[str, Any]], complete: bool) -> set[str]:
+        return {self.deny}
+
+
+def test_blocked_call_in_a_batch_is_removed_and_answered_with_an_error() -> None:
+    insp = MessageInspector(DenyNamed("rm"))
+    batch = orjson.dumps([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "rm", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ls", "arguments": {}}},
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "rm"}},
+    ]) + b"\n"
+    v = insp.client_line(batch)
+    assert v is not None and v.to_server is not None and v.to_client is not None
+    assert [m["id"] for m in orjson.loads(v.to_server)] == [2]
+    errors = orjson.loads(v.to_client)
+    assert errors == [{"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32001, "message": "[agentsh] Tool 'rm' blocked by policy: tool denied"}}]
+    assert insp.stats.blocks == 2 and insp.stats.calls == 3
+
+
+def test_blocked_notification_call_is_dropped_silently() -> None:
+    insp = MessageInspector(DenyNamed("rm"))
+    v = insp.client_line(b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"rm"}}\n')
+    assert v is not None and v.to_server is None and v.to_client is None
+
+
+def test_hidden_tool_is_removed_from_a_held_list_response_keeping_the_id() -> None:
+    insp = MessageInspector(DenyNamed("rm"))
+    insp.client_line(b'{"jsonrpc":"2.0","id":"L1","method":"tools/list","params":{}}\n')
+    resp = orjson.dumps({"jsonrpc": "2.0", "id": "L1", "result": {
+        "tools": [{"name": "ls"}, {"name": "rm"}], "nextCursor": "p2"}}) + b"\n"
+    out = insp.server_line(resp)
+    assert out is not None and out.endswith(b"\n")
+    assert orjson.loads(out) == {"jsonrpc": "2.0", "id": "L1",
+                                 "result": {"tools": [{"name": "ls"}], "nextCursor": "p2"}}
+    # an unrelated response with the same shape but no pending request is left alone
+    assert insp.server_line(resp) is None

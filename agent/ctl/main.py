@@ -7,6 +7,7 @@ from agentsh.agent.client import default_socket
 from agentsh.agent.ctl.events_cmd import events
 from agentsh.agent.ctl.mcp import mcp
 from agentsh.agent.ctl.policy_cmd import policy
+from agentsh.agent.ctl.proxy import proxy
 from agentsh.agent.ctl.service import install_service
 from agentsh.agent.ctl.status import status
 from agentsh.agent.version import __version__
@@ -32,6 +33,7 @@ cli.add_command(policy)
 cli.add_command(events)
 cli.add_command(install_service)
 cli.add_command(mcp)
+cli.add_command(proxy)
 
 
 def main() -> None:

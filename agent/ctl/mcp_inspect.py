@@ -51,7 +51,12 @@ async def _list_server_tools(argv: list[str]) -> tuple[list[dict[str, Any]], str
 
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
     tools: list[dict[str, Any]] = []
-    async with stdio_client(params, errlog=sys.stderr) as (r, w), ClientSession(r, w) as s:
+    errlog: Any = sys.stderr
+    try:
+        errlog.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stderr (tests): use the real one
+        errlog = sys.__stderr__
+    async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
         init = await s.initialize()
         name = getattr(init.server_info, "name", None)
         cursor: str | None = None

@@ -117,8 +117,10 @@ def unwrap_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
     out = dict(entry)
     out["command"] = args[i + 1]
     rest = args[i + 2 :]
-    if rest or "args" in entry:
+    if rest:
         out["args"] = rest
+    else:
+        out.pop("args", None)  # "args": [] and no args mean the same to every client
     return out
 
 
@@ -245,7 +247,11 @@ def _finish(path: Path, old_text: str, doc: Any, dry_run: bool, verb: str, chang
             same: list[str], same_label: str, skipped: list[str]) -> None:
     new_text = _dump(doc)
     if changed:
-        _show(path, old_text, new_text)
+        # diff of the content (both sides 2-space indented), not of the old formatting
+        try:
+            _show(path, _dump(json.loads(old_text)), new_text)
+        except json.JSONDecodeError:  # pragma: no cover - _load already parsed it
+            _show(path, old_text, new_text)
     click.echo(f"{path}: {verb} {len(changed)}" + (f" ({', '.join(changed)})" if changed else ""))
     if same:
         click.echo(f"  {same_label}: {', '.join(same)}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import psutil
 from aiohttp import web
 from pydantic import ValidationError
 
@@ -82,6 +83,15 @@ def _secure_socket(path: Path, group: str) -> None:
     if gid is not None and os.geteuid() == 0:
         os.chown(path, 0, gid)
     os.chmod(path, 0o660)
+
+
+def _complete_spool_files(spool: Path) -> list[Path]:
+    out = sorted(spool.glob("*.jsonl"))
+    for f in sorted(spool.glob("*.jsonl.tmp")):
+        parts = f.name.split("-")
+        if len(parts) >= 3 and parts[1].isdigit() and not psutil.pid_exists(int(parts[1])):
+            out.append(f)
+    return out
 
 
 class Daemon:
@@ -278,12 +288,14 @@ class Daemon:
     def ingest_spool(self, ctx: DaemonContext) -> int:
         """Emit events that shims and the proxy spooled while the daemon was away.
 
-        Files ``*.jsonl`` in the spool dir are complete (writers use ``*.tmp``
-        until they close them). Each valid line is emitted; invalid lines are
-        counted and reported; the file is removed after ingestion.
+        Files ``*.jsonl`` in the spool dir are complete (writers use
+        ``*.jsonl.tmp`` until they close them); the ``.tmp`` of a writer that
+        died (``<kind>-<pid>-….jsonl.tmp`` with that pid gone) is complete up to
+        its last newline. Each valid line is emitted; invalid lines are counted
+        and reported; the file is removed after ingestion.
         """
         n = 0
-        for f in sorted(ctx.paths.spool_dir.glob("*.jsonl")):
+        for f in _complete_spool_files(ctx.paths.spool_dir):
             try:
                 st = f.stat()
                 data = f.read_bytes()

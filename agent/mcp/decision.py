@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
+
 from agentsh.agent.events.models import Event, MCPToolCalled, MCPToolCallIntercepted
 from agentsh.agent.mcp.ratelimit import RateLimiter
 from agentsh.agent.mcp.registry import ToolEntry, ToolRegistry

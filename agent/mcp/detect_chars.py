@@ -95,7 +95,9 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             )
     if ansi and "\\" in text:
         for m in _ANSI_LITERAL.finditer(text):
-            yield CharHit("ansi_escape_literal", "ansi_escape", "medium", m.start(), m.end(), m.group(0))
+            yield CharHit(
+                "ansi_escape_literal", "ansi_escape", "medium", m.start(), m.end(), m.group(0)
+            )
     if not invisible:
         return
     i = 0
@@ -107,7 +109,9 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
                 sev = "high" if ch in "\x08\x00" else "medium"
                 yield CharHit("control_character", "invisible_unicode", sev, i, i + 1, repr(ch))
             elif ch == "\r" and i + 1 < n and text[i + 1] != "\n" and i > 0 and text[i - 1] != "\n":
-                yield CharHit("carriage_return_overwrite", "invisible_unicode", "medium", i, i + 1, "\\r")
+                yield CharHit(
+                    "carriage_return_overwrite", "invisible_unicode", "medium", i, i + 1, "\\r"
+                )
             i += 1
             continue
         if 0xE0000 <= o <= 0xE007F:
@@ -128,7 +132,9 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             continue
         if 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF:
             j = i
-            while j < n and (0xFE00 <= ord(text[j]) <= 0xFE0F or 0xE0100 <= ord(text[j]) <= 0xE01EF):
+            while j < n and (
+                0xFE00 <= ord(text[j]) <= 0xFE0F or 0xE0100 <= ord(text[j]) <= 0xE01EF
+            ):
                 j += 1
             if j - i >= 3:  # a single selector after an emoji is ordinary
                 decoded = _decode_variation_selectors(text[i:j])
@@ -150,15 +156,21 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             yield CharHit("bidi_mark", "invisible_unicode", "low", i, i + 1, f"U+{o:04X}")
         elif ch in _ZERO_WIDTH_HARD:
             if not (ch == "\ufeff" and i == 0):
-                yield CharHit("zero_width_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}")
+                yield CharHit(
+                    "zero_width_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}"
+                )
         elif ch in _JOINERS:
             prev = text[i - 1] if i > 0 else ""
             nxt = text[i + 1] if i + 1 < n else ""
-            ascii_side = (prev.isascii() and prev.strip() != "") or (nxt.isascii() and nxt.strip() != "")
+            ascii_side = (prev.isascii() and prev.strip() != "") or (
+                nxt.isascii() and nxt.strip() != ""
+            )
             if prev and (_is_emoji(prev) or _is_emoji(nxt) or 0xFE00 <= ord(prev) <= 0xFE0F):
                 pass  # emoji sequences
             elif ascii_side or not prev or not nxt:
-                yield CharHit("zero_width_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}")
+                yield CharHit(
+                    "zero_width_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}"
+                )
         elif ch == "\u00ad":
             yield CharHit("soft_hyphen", "invisible_unicode", "medium", i, i + 1, "U+00AD")
         elif 0x80 <= o <= 0x9F:
@@ -170,7 +182,7 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             yield CharHit(
                 "private_use_characters",
                 "invisible_unicode",
-                "high" if j - i >= 3 else "medium",
+                "high",
                 i,
                 j,
                 text[i:j].encode("unicode_escape").decode(),
@@ -180,9 +192,13 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
         else:
             cat = unicodedata.category(ch)
             if cat == "Cf":
-                yield CharHit("format_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}")
+                yield CharHit(
+                    "format_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}"
+                )
             elif cat == "Cn":
-                yield CharHit("unassigned_character", "invisible_unicode", "medium", i, i + 1, f"U+{o:04X}")
+                yield CharHit(
+                    "unassigned_character", "invisible_unicode", "medium", i, i + 1, f"U+{o:04X}"
+                )
         i += 1
     yield from _mixed_script(text)
 
@@ -213,6 +229,10 @@ def _mixed_script(text: str) -> Iterator[CharHit]:
             elif name.startswith("LATIN"):
                 has_latin = True
         if has_latin and has_other:
-            yield CharHit("homoglyph_mixed_script", "invisible_unicode", "high", m.start(), m.end(), w)
+            yield CharHit(
+                "homoglyph_mixed_script", "invisible_unicode", "high", m.start(), m.end(), w
+            )
         elif fullwidth:
-            yield CharHit("fullwidth_or_math_letters", "invisible_unicode", "medium", m.start(), m.end(), w)
+            yield CharHit(
+                "fullwidth_or_math_letters", "invisible_unicode", "medium", m.start(), m.end(), w
+            )

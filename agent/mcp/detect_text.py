@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001  (the confusables table is made of look-alike characters on purpose)
 """Text preparation for the tool-definition detector.
 
 Attackers hide instructions from humans (invisible characters, ANSI escapes,

@@ -31,7 +31,15 @@ from typing import Any
 
 from agentsh.agent.events.models import DetectionMatch, DetectionResult
 from agentsh.agent.mcp.detect_chars import scan_chars
-from agentsh.agent.mcp.detect_rules import RANK, RULES, SEVERITIES, Rule
+from agentsh.agent.mcp.detect_rules import (
+    MENTION_BEFORE,
+    MENTION_LABEL,
+    RANK,
+    RULES,
+    SEVERITIES,
+    Rule,
+    words_of,
+)
 from agentsh.agent.mcp.detect_text import Prepared, prepare
 from agentsh.agent.policy.regex_safety import check_regex
 from agentsh.agent.policy.schema import DetectionConfig
@@ -57,22 +65,30 @@ SECRET_TYPES = (
     "aws_access_key",
     "aws_secret_key",
 )
-_PLACEHOLDER = re.compile(r"example|sample|dummy|placeholder|fake|x{6,}|0{8,}|\.\.\.|your[_-]|<|\*{3}", re.I)
+_PLACEHOLDER = re.compile(
+    r"example|sample|dummy|placeholder|fake|x{6,}|0{8,}|\.\.\.|your[_-]|<|\*{3}", re.I
+)
 
 # schema keys whose string values are machine syntax, not prose for the model
 _SYNTAX_KEYS = frozenset(("$schema", "$ref", "$id", "type", "format", "pattern", "contentEncoding"))
 # schema keys whose children are user-chosen names (scanned as text too)
-_NAME_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+_NAME_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_NAME_MAP_SUFFIXES = (*("." + k for k in _NAME_MAPS), *_NAME_MAPS)
+_FIRST_KEYS = ("name", "title", "description")
 
-_B64_RE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{20,}={0,2}|(?<![A-Za-z0-9+/_-])[A-Za-z0-9_-]{20,}={0,2}")
+_B64_RE = re.compile(
+    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{20,}={0,2}|(?<![A-Za-z0-9+/_-])[A-Za-z0-9_-]{20,}={0,2}"
+)
 _HEX_RE = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
 _ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\[0-7]{3}){6,}")
 _PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]{0,3}){4,}")
 _LONG_TOKEN = 20
+_CONTROL_NO_NUL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _ORDER_WORDS = re.compile(
     r"\b(?:always|must|should|never|instead|before|after|when|whenever|first|also|bcc|cc|redirect|"
-    r"replace|override|do not|don'?t|send|forward|include|add|ignore|only|prefer|route|change)\b"
+    r"replace|override|do not|don'?t|send|forward|include|add|ignore|only|prefer|route|change|call|"
+    r"invoke|run|use|execute|trigger|need to|have to|make sure|ensure)\b"
 )
 _EXTERNAL_HINT = re.compile(r"https?://|[\w.+-]+@[\w-]+\.[\w.-]+|\bwebhook")
 _SENT_END = re.compile(r"[.!?](?:\s|$)|\n|\x00")
@@ -113,7 +129,16 @@ class _Collector:
     def __init__(self) -> None:
         self.results: dict[tuple[str, str], DetectionResult] = {}
 
-    def add(self, pattern: str, category: str, severity: str, field: str, text: str, pos: int, context: str) -> None:
+    def add(
+        self,
+        pattern: str,
+        category: str,
+        severity: str,
+        field: str,
+        text: str,
+        pos: int,
+        context: str,
+    ) -> None:
         key = (pattern, field)
         r = self.results.get(key)
         m = DetectionMatch(text=text, position=pos, context=context)
@@ -148,67 +173,124 @@ class Detector:
         self._shadowing = b.shadowing
         self._secrets = SensitiveDetector(types=SECRET_TYPES) if b.embedded_secrets else None
         self._custom = tuple(
-            (cp.name, cp.category, cp.severity, check_regex(cp.pattern)) for cp in cfg.custom_patterns
+            (cp.name, cp.category, cp.severity, check_regex(cp.pattern))
+            for cp in cfg.custom_patterns
         )
 
     # ------------------------------------------------------------ public API
 
-    def inspect(self, tool: dict[str, Any], peers: Iterable[dict[str, Any]] = ()) -> list[DetectionResult]:
-        out = _Collector()
+    def inspect(
+        self, tool: dict[str, Any], peers: Iterable[dict[str, Any]] = ()
+    ) -> list[DetectionResult]:
         if not isinstance(tool, dict):
             return []
-        fields = list(self._fields(tool))
-        if not fields:
+        raw_fields = self._collect(tool)
+        if not raw_fields:
             return []
-        # 2. text rules over all prose fields at once
-        prose = [f for f in fields if not f.syntax]
-        if prose:
-            joined = "\x00".join(f.prep.lower for f in prose)
-            starts: list[int] = []
-            pos = 0
-            for f in prose:
-                starts.append(pos)
-                pos += len(f.prep.lower) + 1
-            for rule, s, e in self._run_rules(joined):
-                i = bisect.bisect_right(starts, s) - 1
-                f = prose[i]
-                ls, le = s - starts[i], min(e - starts[i], len(f.prep.lower))
-                os_, oe = f.prep.orig_span(ls, le)
-                orig = f.prep.original
-                sev = rule.severity
-                if f.prep.folded and orig[os_:oe].lower() != f.prep.lower[ls:le]:
-                    sev = _bump(sev)  # matched only after de-obfuscation
-                out.add(rule.name, rule.category, sev, f.path, orig[os_:oe], os_, _context(orig, os_, oe))
-            if self._shadowing:
-                self._peer_shadowing(tool, joined, peers, out)
-        # 3-5. per-field checks
+        out = _Collector()
+        raws = [r for _p, r, _s in raw_fields]
+        joined_raw = "\x00".join(raws)
+        clean = (
+            joined_raw.isascii()
+            and joined_raw.count("\x00") == len(raws) - 1
+            and _CONTROL_NO_NUL.search(joined_raw) is None
+        )
+        if clean:  # nearly every real tool: no per-string normalisation at all
+            fields = [
+                _Field(p, Prepared(r, r.lower(), None, [], False), sy) for p, r, sy in raw_fields
+            ]
+            joined = joined_raw.lower()
+        else:
+            fields = [_Field(p, prepare(r), sy) for p, r, sy in raw_fields]
+            joined = "\x00".join(f.prep.lower for f in fields)
+        starts: list[int] = []
+        pos = 0
         for f in fields:
-            text = f.prep.original
-            if f.prep.index is not None and (self._invisible or self._ansi):
-                self._char_checks(f, out)
-            if self._encoded and not f.syntax and len(text) >= _LONG_TOKEN:
-                self._encoded_checks(f, out, 0)
-            if self._secrets is not None:
-                for m in self._secrets.find(text):
-                    if _PLACEHOLDER.search(m.text) or len(set(m.text)) < 8:
-                        continue
-                    out.add(
-                        f"embedded_{m.type}",
-                        "embedded_secrets",
-                        "high",
-                        f.path,
-                        m.text,
-                        m.start,
-                        _context(text, m.start, m.end),
-                    )
-            for name, category, severity, rx in self._custom:
+            starts.append(pos)
+            pos += len(f.prep.lower) + 1
+        words = words_of(joined)
+        # 2. text rules over all fields at once
+        for rule, s, e in self._run_rules(joined, words):
+            i = bisect.bisect_right(starts, s) - 1
+            f = fields[i]
+            if f.syntax:
+                continue
+            lo = f.prep.lower
+            ls, le = s - starts[i], min(e - starts[i], len(lo))
+            os_, oe = f.prep.orig_span(ls, le)
+            orig = f.prep.original
+            sev = rule.severity
+            name = rule.name
+            if rule.mention_aware and _is_mention(lo, ls, le):
+                sev, name = "low", f"{rule.name}_mentioned"
+            elif f.prep.folded and orig[os_:oe].lower() != lo[ls:le]:
+                sev = _bump(sev)  # matched only after de-obfuscation
+            out.add(name, rule.category, sev, f.path, orig[os_:oe], os_, _context(orig, os_, oe))
+        if self._shadowing:
+            self._peer_shadowing(tool, peers, out)
+        # 3. character level (only strings that are not plain ASCII)
+        if not clean and (self._invisible or self._ansi):
+            for f in fields:
+                if f.prep.index is not None:
+                    self._char_checks(f, out)
+        # 4. encoded payloads
+        if self._encoded and (
+            "%" in joined_raw or "\\" in joined_raw or _has_long_token(joined_raw)
+        ):
+            for f in fields:
+                t = f.prep.original
+                if not f.syntax and len(t) >= 12 and ("%" in t or "\\" in t or _has_long_token(t)):
+                    self._encoded_checks(f, out, 0)
+        # 5. embedded secrets, one pass over all strings
+        if self._secrets is not None:
+            raw_starts: list[int] = []
+            pos = 0
+            for r in raws:
+                raw_starts.append(pos)
+                pos += len(r) + 1
+            for m in self._secrets.find(joined_raw):
+                if _PLACEHOLDER.search(m.text) or len(set(m.text)) < 8:
+                    continue
+                i = bisect.bisect_right(raw_starts, m.start) - 1
+                text = raws[i]
+                st, en = m.start - raw_starts[i], m.end - raw_starts[i]
+                out.add(
+                    f"embedded_{m.type}",
+                    "embedded_secrets",
+                    "high",
+                    fields[i].path,
+                    m.text,
+                    st,
+                    _context(text, st, en),
+                )
+        # 6. custom patterns
+        for name, category, severity, rx in self._custom:
+            for f in fields:
+                text = f.prep.original
                 for m in rx.finditer(text):
                     if m.end() > m.start():
-                        out.add(name, category, severity, f.path, m.group(0), m.start(), _context(text, m.start(), m.end()))
+                        out.add(
+                            name,
+                            category,
+                            severity,
+                            f.path,
+                            m.group(0),
+                            m.start(),
+                            _context(text, m.start(), m.end()),
+                        )
                 if f.prep.folded and rx.flags & re.IGNORECASE:
                     for m in rx.finditer(f.prep.lower):
-                        os_, oe = f.prep.orig_span(m.start(), m.end())
-                        out.add(name, category, severity, f.path, text[os_:oe], os_, _context(text, os_, oe))
+                        if m.end() > m.start():
+                            os_, oe = f.prep.orig_span(m.start(), m.end())
+                            out.add(
+                                name,
+                                category,
+                                severity,
+                                f.path,
+                                text[os_:oe],
+                                os_,
+                                _context(text, os_, oe),
+                            )
         return out.sorted()
 
     def alerts(self, results: Iterable[DetectionResult]) -> bool:
@@ -216,52 +298,109 @@ class Detector:
 
     # ------------------------------------------------------------ internals
 
-    def _fields(self, tool: dict[str, Any]) -> Iterator[_Field]:
-        count = 0
+    @staticmethod
+    def _collect(tool: dict[str, Any]) -> list[tuple[str, str, bool]]:
+        """(field path, string, is-syntax) for every string in the tool, in a stable order."""
+        out: list[tuple[str, str, bool]] = []
+        append = out.append
 
-        def walk(node: Any, path: str, depth: int, syntax: bool) -> Iterator[_Field]:
-            nonlocal count
-            if count >= MAX_STRINGS or depth > MAX_DEPTH:
+        def walk(node: Any, path: str, depth: int, syntax: bool) -> None:
+            if len(out) >= MAX_STRINGS or depth > MAX_DEPTH:
                 return
-            if isinstance(node, str):
-                if node:
-                    count += 1
-                    yield _Field(path, prepare(node), syntax)
-            elif isinstance(node, dict):
-                names = path.rsplit(".", 1)[-1] in _NAME_MAPS
+            if type(node) is dict:
+                names = path.endswith(_NAME_MAP_SUFFIXES)
                 for k, v in node.items():
-                    ks = str(k)
-                    sub = f"{path}.{ks}" if path else ks
-                    if names and ks:
-                        count += 1
-                        yield _Field(sub, prepare(ks), False)
-                    yield from walk(v, sub, depth + 1, ks in _SYNTAX_KEYS)
-            elif isinstance(node, list):
+                    if type(k) is not str:
+                        k = str(k)
+                    sub = path + "." + k
+                    if names and k:
+                        append((sub, k, False))
+                    tv = type(v)
+                    if tv is str:
+                        if v:
+                            append((sub, v, k in _SYNTAX_KEYS))
+                    elif tv is dict or tv is list:
+                        walk(v, sub, depth + 1, k in _SYNTAX_KEYS)
+            elif type(node) is list:
                 for i, v in enumerate(node):
-                    yield from walk(v, f"{path}[{i}]", depth + 1, syntax)
+                    tv = type(v)
+                    if tv is str:
+                        if v:
+                            append((f"{path}[{i}]", v, syntax))
+                    elif tv is dict or tv is list:
+                        walk(v, f"{path}[{i}]", depth + 1, syntax)
+            elif isinstance(node, str) and node:  # str subclasses
+                append((path, str(node), syntax))
 
-        # stable, meaningful order: name, title, description, then the rest
-        order = ["name", "title", "description"]
-        keys = [k for k in order if k in tool] + [k for k in tool if k not in order]
-        for k in keys:
-            yield from walk(tool[k], str(k), 0, False)
+        for k in _FIRST_KEYS:
+            v = tool.get(k)
+            if type(v) is str:
+                if v:
+                    append((k, v, False))
+            elif v is not None:
+                walk(v, k, 0, False)
+        for k, v in tool.items():
+            if k in _FIRST_KEYS:
+                continue
+            k = str(k)
+            if type(v) is str:
+                if v:
+                    append((k, v, False))
+            else:
+                walk(v, k, 0, False)
+        return out
 
-    def _run_rules(self, lower: str) -> Iterator[tuple[Rule, int, int]]:
+    def _run_rules(self, lower: str, words: set[bytes]) -> Iterator[tuple[Rule, int, int]]:
         for rule in self._rules:
-            kws = rule.keywords
-            if kws:
-                for k in kws:
+            ok = True
+            for g in rule.gate:
+                if g.isdisjoint(words):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            if rule.needles:
+                for k in rule.needles:
                     if k in lower:
                         break
                 else:
                     continue
-            for m in rule.regex.finditer(lower):
-                if m.end() > m.start():
-                    yield rule, m.start(), m.end()
+            check = rule.start_ok
+            if rule.anchors is None:
+                for m in rule.regex.finditer(lower):
+                    s, e = m.span()
+                    if e > s and (check is None or check(lower, s)):
+                        yield rule, s, e
+                continue
+            # anchored: try the regex only where one of its literal prefixes occurs
+            spans: list[tuple[int, int]] = []
+            match = rule.regex.match
+            for word, prefix in rule.anchors:
+                if word and word not in words:
+                    continue
+                i = lower.find(prefix)
+                while i >= 0:
+                    if i == 0 or not lower[i - 1].isalnum() or not prefix[0].isalnum():
+                        m = match(lower, i)
+                        if m is not None and m.end() > i and (check is None or check(lower, i)):
+                            spans.append(m.span())
+                    i = lower.find(prefix, i + 1)
+            if len(spans) > 1:
+                spans.sort()
+            last = -1
+            for s, e in spans:
+                if s >= last:
+                    yield rule, s, e
+                    last = e
 
     def _rescan(self, hidden: str) -> list[tuple[Rule, str]]:
         prep = prepare(hidden)
-        return [(rule, prep.lower[s:e]) for rule, s, e in self._run_rules(prep.lower)]
+        lo = prep.lower
+        return [
+            (rule, lo[s:e])
+            for rule, s, e in self._run_rules(lo, words_of(lo))
+            if not (rule.mention_aware and _is_mention(lo, s, e))
+        ]
 
     def _char_checks(self, f: _Field, out: _Collector) -> None:
         text = f.prep.original
@@ -272,9 +411,25 @@ class Detector:
                 inner = self._rescan(hit.hidden)
                 if inner:
                     sev = "critical"
-            out.add(hit.name, hit.category, sev, f.path, hit.text, hit.start, _context(text, hit.start, hit.end))
+            out.add(
+                hit.name,
+                hit.category,
+                sev,
+                f.path,
+                hit.text,
+                hit.start,
+                _context(text, hit.start, hit.end),
+            )
             for rule, mt in inner:
-                out.add(hit.name, hit.category, sev, f.path, f"{rule.name}: {mt}", hit.start, hit.text[:200])
+                out.add(
+                    hit.name,
+                    hit.category,
+                    sev,
+                    f.path,
+                    f"{rule.name}: {mt}",
+                    hit.start,
+                    hit.text[:200],
+                )
 
     def _encoded_checks(self, f: _Field, out: _Collector, depth: int) -> None:
         text = f.prep.original
@@ -289,29 +444,61 @@ class Detector:
             else:
                 continue
             shown = decoded if len(decoded) <= 300 else decoded[:297] + "..."
-            out.add(f"{kind}_payload", "encoded_payload", sev, f.path, shown, start, _context(text, start, end))
+            out.add(
+                f"{kind}_payload",
+                "encoded_payload",
+                sev,
+                f.path,
+                shown,
+                start,
+                _context(text, start, end),
+            )
             for rule, mt in inner:
-                out.add(f"{kind}_payload", "encoded_payload", sev, f.path, f"{rule.name}: {mt}", start, shown[:200])
+                out.add(
+                    f"{kind}_payload",
+                    "encoded_payload",
+                    sev,
+                    f.path,
+                    f"{rule.name}: {mt}",
+                    start,
+                    shown[:200],
+                )
             if depth + 1 < MAX_DECODE_DEPTH and len(decoded) >= _LONG_TOKEN:
                 for kind2, _s2, _e2, decoded2 in _decoded_runs(decoded):
                     inner2 = self._rescan(decoded2)
                     if inner2:
                         worst = max((r.severity for r, _ in inner2), key=RANK.__getitem__)
-                        out.add(f"{kind}_{kind2}_payload", "encoded_payload", _bump(worst), f.path, decoded2[:300], start, shown[:200])
+                        out.add(
+                            f"{kind}_{kind2}_payload",
+                            "encoded_payload",
+                            _bump(worst),
+                            f.path,
+                            decoded2[:300],
+                            start,
+                            shown[:200],
+                        )
 
     def _peer_shadowing(
-        self, tool: dict[str, Any], lower: str, peers: Iterable[dict[str, Any]], out: _Collector
+        self, tool: dict[str, Any], peers: Iterable[dict[str, Any]], out: _Collector
     ) -> None:
-        own = str(tool.get("name") or "")
+        """Orders about other servers' tools, and impersonation of their names."""
+        own = tool.get("name")
+        own = own if isinstance(own, str) else ""
         own_l = own.lower()
         own_folded = prepare(own).lower if own else ""
         desc = tool.get("description")
         desc_text = desc if isinstance(desc, str) else ""
         desc_lower = prepare(desc_text).lower if desc_text else ""
+        desc_plain = desc_text.isascii() and len(desc_lower) == len(desc_text)
+        own_server = tool.get("server")
         seen: set[str] = set()
         for p in peers:
             if not isinstance(p, dict):
                 continue
+            if own_server is not None and p.get("server") == own_server:
+                continue  # same server: referring to a sibling tool is ordinary
+            if isinstance(p.get("tool"), dict) and "name" not in p:
+                p = p["tool"]  # {"server": ..., "tool": {...}} form
             pname = p.get("name")
             if not isinstance(pname, str) or not pname:
                 continue
@@ -320,17 +507,38 @@ class Detector:
                 continue
             seen.add(pl)
             if own and pl == own_folded and own_l != pl:
-                out.add("impersonates_peer_tool", "shadowing", "critical", "name", own, 0, own)
+                out.add(
+                    "impersonates_peer_tool",
+                    "shadowing",
+                    "critical",
+                    "name",
+                    own,
+                    0,
+                    f"{own} ~ {pname}",
+                )
                 continue
-            if pl == own_l:
-                out.add("peer_name_collision", "shadowing", "low", "name", own, 0, own)
+            if own and pl == own_l:
+                pdesc = p.get("description")
+                sim = (
+                    _similarity(desc_lower, prepare(pdesc).lower) if isinstance(pdesc, str) else 0.0
+                )
+                # same name on another server: a copy of the description is impersonation
+                sev = "high" if sim >= 0.5 else "medium"
+                out.add(
+                    "peer_name_collision",
+                    "shadowing",
+                    sev,
+                    "name",
+                    own,
+                    0,
+                    f"{own} (description similarity {sim:.2f})",
+                )
                 continue
             if len(pl) < 3 or not desc_lower or pl not in desc_lower:
                 continue
             generic = re.fullmatch(r"[a-z]+", pl) is not None
             for m in re.finditer(r"(?<![\w-])" + re.escape(pl) + r"(?![\w-])", desc_lower):
                 s, e = m.start(), m.end()
-                # sentence around the mention
                 a = max((x.end() for x in _SENT_END.finditer(desc_lower, 0, s)), default=0)
                 z_m = _SENT_END.search(desc_lower, e)
                 z = z_m.start() if z_m else len(desc_lower)
@@ -344,8 +552,47 @@ class Detector:
                     name = "peer_tool_order"
                 else:
                     sev, name = "low", "peer_tool_reference"
-                out.add(name, "shadowing", sev, "description", desc_text[s:e], s, _context(desc_text, s, e))
+                os_, oe = (s, e) if desc_plain else (0, len(desc_text))
+                out.add(
+                    name,
+                    "shadowing",
+                    sev,
+                    "description",
+                    desc_text[os_:oe],
+                    os_,
+                    _context(desc_text, os_, oe),
+                )
                 break
+
+
+_SIM_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _similarity(a: str, b: str) -> float:
+    wa, wb = set(_SIM_WORDS.findall(a)), set(_SIM_WORDS.findall(b))
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def _is_mention(lower: str, s: int, e: int) -> bool:
+    """Is lower[s:e] quoted, exemplified or analysed rather than said?"""
+    a = max(0, s - 80)
+    for sep in ("\x00", "\n", ". ", "! ", "? "):
+        k = lower.rfind(sep, a, s)
+        if k >= 0:
+            a = max(a, k + len(sep))
+    before = lower[a:s]
+    if MENTION_LABEL.match(before):
+        return True
+    m = MENTION_BEFORE.search(before)
+    if m is None:
+        return False
+    if m.group(0).strip()[:1] in "\"'`\u201c\u2018":
+        # an opening quote counts only if it closes soon after the phrase
+        tail = lower[e : e + 60]
+        return any(q in tail for q in ('"', "'", "`", "\u201d", "\u2019"))
+    return True
 
 
 def _readable(data: bytes) -> str | None:
@@ -356,8 +603,10 @@ def _readable(data: bytes) -> str | None:
     if len(s) < 8:
         return None
     good = sum(1 for c in s if c.isprintable() or c in "\n\t\r")
-    if good / len(s) < 0.85 or sum(c.isalpha() for c in s) < len(s) * 0.4:
+    if good / len(s) < 0.9 or sum(c.isalpha() for c in s) < len(s) * 0.2:
         return None
+    if not any(c in " /.:|;&=" for c in s):
+        return None  # one long "word": an identifier or noise, not a payload
     return s
 
 
@@ -379,7 +628,7 @@ def _decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             if r:
                 yield "escaped", m.start(), m.end(), r
     # only long tokens can hold a payload: cheap split first, regexes on those
-    for tok_m in re.finditer(r"\S{20,}", text) if _has_long_token(text) else ():
+    for tok_m in re.finditer(r"[^\s\x00]{20,}", text) if _has_long_token(text) else ():
         tok, base = tok_m.group(0), tok_m.start()
         for m in _HEX_RE.finditer(tok):
             try:
@@ -408,4 +657,4 @@ def _decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
 
 
 def _has_long_token(text: str) -> bool:
-    return any(len(t) >= _LONG_TOKEN for t in text.split())
+    return max(map(len, text.split()), default=0) >= _LONG_TOKEN

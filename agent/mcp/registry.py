@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+
 from agentsh.agent.mcp.hashing import canonical_json, diff_definitions, hashed_part, tool_hash
 from agentsh.agent.policy.schema import SEVERITY_RANK
 
