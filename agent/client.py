@@ -211,6 +211,74 @@ class _DecisionLink:
                 pass
 
 
+class SyncDecisionClient:
+    """Blocking client of the decision channel, one connection per thread.
+
+    For callers that wait for a decision on a thread of their own (the shim's
+    relay threads): one write and one line read per decision, no event loop.
+    Raises DaemonUnavailable (no channel, connection lost, timeout) or
+    ControlError (the daemon refused the request).
+    """
+
+    def __init__(self, control_socket: str) -> None:
+        import threading
+
+        self.control_socket = control_socket
+        self.path = channel_path(control_socket)
+        self._local = threading.local()
+
+    def _conn(self, timeout: float) -> tuple[Any, Any]:
+        import socket as _socket
+
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.settimeout(timeout)
+            try:
+                s.connect(str(self.path))
+            except OSError as e:
+                s.close()
+                why = "no socket" if not self.path.exists() else f"cannot connect: {e.__class__.__name__}"
+                raise DaemonUnavailable(self.control_socket, why) from e
+            conn = (s, s.makefile("rb"))
+            self._local.conn = conn
+        conn[0].settimeout(timeout)
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn[1].close()
+            conn[0].close()
+            self._local.conn = None
+
+    def decide(self, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        line = orjson.dumps({**request, "id": 1}) + b"\n"
+        for attempt in (0, 1):
+            sock, rfile = self._conn(timeout)
+            try:
+                sock.sendall(line)
+                answer = rfile.readline()
+                if not answer:
+                    raise ConnectionResetError("channel closed")
+            except (BrokenPipeError, ConnectionResetError) as e:
+                self.close()
+                if attempt == 0:
+                    continue  # the daemon restarted since this connection was made
+                raise DaemonUnavailable(self.control_socket, "connection lost") from e
+            except OSError as e:  # incl. timeouts
+                self.close()
+                raise DaemonUnavailable(self.control_socket, f"{e.__class__.__name__}") from e
+            msg = orjson.loads(answer)
+            if "error" in msg:
+                if msg.get("id") is None:
+                    self.close()
+                    raise ControlError(403, msg)
+                raise ControlError(400, msg)
+            return msg["decision"]
+        raise DaemonUnavailable(self.control_socket, "connection lost")  # pragma: no cover
+
+
 def call(socket_path: str | None, method: str, path: str, payload: Any = None) -> Any:
     """Synchronous one-shot call (for CLIs)."""
 

@@ -86,8 +86,8 @@ def req(i: int, method: str, params: str) -> bytes:
 
 PING = lambda i: req(i, "ping", "{}")  # noqa: E731
 CALL_SMALL = lambda i: req(i, "tools/call", '{"name":"echo","arguments":{"message":"hello"}}')  # noqa: E731
-READ_1MB = lambda i: req(i, "resources/read", '{"uri":"bench://blob","size":%d}' % MB)  # noqa: E731
-CALL_1MB = lambda i: req(i, "tools/call", '{"name":"echo","arguments":{"size":%d}}' % MB)  # noqa: E731
+READ_1MB = lambda i: req(i, "resources/read", f'{{"uri":"bench://blob","size":{MB}}}')  # noqa: E731
+CALL_1MB = lambda i: req(i, "tools/call", f'{{"name":"echo","arguments":{{"size":{MB}}}}}')  # noqa: E731
 
 
 def handshake(c: Conn) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.client import ControlClient, ControlError, DaemonUnavailable
+from agentsh.agent.client import ControlClient, ControlError, DaemonUnavailable, SyncDecisionClient
 from agentsh.shim.spool import Spool
 
 __all__ = ["DaemonLink", "LinkDown"]
@@ -127,6 +127,7 @@ class DaemonLink:
     ) -> None:
         self.client = ControlClient(socket_path, timeout=10.0)
         self.sync = SyncControl(socket_path)
+        self.decisions = SyncDecisionClient(socket_path)
         self.spool = spool
         self._register_payload = register_payload
         self._heartbeat_payload = heartbeat_payload
@@ -221,6 +222,19 @@ class DaemonLink:
         except ControlError as e:
             # The daemon answered but refused: a bug or version skew, not an outage.
             log.error("agentshd refused %s: %s", path, e)
+            raise LinkDown(str(e)) from e
+
+    def decide(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Blocking decision from a relay thread over the decision channel; raises LinkDown."""
+        if not self.up:
+            raise LinkDown("daemon down")
+        try:
+            return self.decisions.decide(request, timeout)
+        except ControlError as e:
+            log.error("agentshd refused a decision: %s", e)
+            raise LinkDown(str(e)) from e
+        except (DaemonUnavailable, orjson.JSONDecodeError) as e:
+            self._set_down(f"decide: {e}")
             raise LinkDown(str(e)) from e
 
     def call(self, path: str, payload: Any, timeout: float) -> Any:

@@ -138,7 +138,7 @@ class Shim:
         d: Decision | None = None
         if self.link.up:
             try:
-                res = self.link.call("/v1/mcp/decide", req.to_json(), DECIDE_TIMEOUT)
+                res = self.link.decide(req.to_json(), DECIDE_TIMEOUT)
                 if isinstance(res, dict) and "action" in res:
                     d = Decision.from_json(res)
             except LinkDown:

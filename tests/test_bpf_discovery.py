@@ -125,7 +125,6 @@ async def test_http_and_sse_mcp_servers_are_discovered_and_tools_registered(
         svc = MCPService(pol, tmp_path, events)
         mon = NetworkMonitor(pol, events, tmp_path, mcp=svc, report_existing=False)
         try:
-            await mon.start(); print("T3", file=sys.stderr)
             assert mon.status()["state"] == "active", mon.status()
             ok = await _wait(lambda: events.discovered("weather-http") and events.discovered("weather-sse"))
             assert ok, mon.status()["discovery"]
@@ -167,11 +166,9 @@ async def test_tls_fingerprint_mismatch_blocks_the_server_in_the_kernel(tmp_path
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         w.close()
 
-    print("T1", file=sys.stderr)
     srv = await asyncio.start_server(handle, "127.0.0.31", 0, ssl=ctx)
     port = srv.sockets[0].getsockname()[1]
     assert await fetch_cert_fingerprint("127.0.0.31", port) == fp
-    print("T2", file=sys.stderr)
     wrong = "sha256:" + "ab" * 32
     with child_cgroup() as cgdir:
         pin = f"/sys/fs/bpf/agentsh-test-{uuid.uuid4().hex[:10]}"
@@ -188,7 +185,6 @@ async def test_tls_fingerprint_mismatch_blocks_the_server_in_the_kernel(tmp_path
         svc = MCPService(pol, tmp_path, events)
         mon = NetworkMonitor(pol, events, tmp_path, mcp=svc, report_existing=False)
         try:
-            await mon.start(); print("T3", file=sys.stderr)
             assert await _wait(lambda: "pinned" in mon.status()["tls_blocked"])
             d = await asyncio.to_thread(lambda: None) or events.discovered("pinned")
             assert d and d[0].tls_fingerprint_ok is False and "does not match" in (d[0].error or "")

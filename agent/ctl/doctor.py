@@ -10,6 +10,7 @@ import gzip
 import os
 import platform
 from dataclasses import dataclass
+
 import click
 
 from agentsh.agent.ctl.common import print_json, socket_of

@@ -6,6 +6,8 @@ import click
 from agentsh.agent.client import default_socket
 from agentsh.agent.ctl.events_cmd import events
 from agentsh.agent.ctl.mcp import mcp
+from agentsh.agent.ctl.mcp_inspect import inspect
+from agentsh.agent.ctl.mcp_wrap import unwrap, wrap
 from agentsh.agent.ctl.policy_cmd import policy
 from agentsh.agent.ctl.proxy import proxy
 from agentsh.agent.ctl.service import install_service
@@ -32,6 +34,9 @@ cli.add_command(status)
 cli.add_command(policy)
 cli.add_command(events)
 cli.add_command(install_service)
+mcp.add_command(wrap)
+mcp.add_command(unwrap)
+mcp.add_command(inspect)
 cli.add_command(mcp)
 cli.add_command(proxy)
 

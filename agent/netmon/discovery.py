@@ -130,12 +130,19 @@ class ServerWatcher:
     def start(self) -> None:
         self.task = asyncio.create_task(self._loop(), name=f"agentsh-discovery-{self.decl.id}")
 
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-            self.task = None
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Cancel the watcher; a transport stuck in its own cleanup is abandoned after
+        ``timeout`` rather than holding up a policy reload or shutdown."""
+        task, self.task = self.task, None
+        if task is None:
+            return
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            log.warning("discovery watcher %s did not stop within %.0fs", self.decl.id, timeout)
+        elif not task.cancelled():
+            with contextlib.suppress(BaseException):
+                task.exception()
 
     async def _loop(self) -> None:
         while True:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psutil
+
 from agentsh.agent.netmon.maps import WatchKey, WatchVal
 
 
