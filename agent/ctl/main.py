@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from agentsh.agent.client import default_socket
 from agentsh.agent.ctl.events_cmd import events
 from agentsh.agent.ctl.mcp import mcp
