@@ -125,6 +125,7 @@ async def test_http_and_sse_mcp_servers_are_discovered_and_tools_registered(
         svc = MCPService(pol, tmp_path, events)
         mon = NetworkMonitor(pol, events, tmp_path, mcp=svc, report_existing=False)
         try:
+            await mon.start()
             assert mon.status()["state"] == "active", mon.status()
             ok = await _wait(lambda: events.discovered("weather-http") and events.discovered("weather-sse"))
             assert ok, mon.status()["discovery"]
@@ -185,6 +186,7 @@ async def test_tls_fingerprint_mismatch_blocks_the_server_in_the_kernel(tmp_path
         svc = MCPService(pol, tmp_path, events)
         mon = NetworkMonitor(pol, events, tmp_path, mcp=svc, report_existing=False)
         try:
+            await mon.start()
             assert await _wait(lambda: "pinned" in mon.status()["tls_blocked"])
             d = await asyncio.to_thread(lambda: None) or events.discovered("pinned")
             assert d and d[0].tls_fingerprint_ok is False and "does not match" in (d[0].error or "")

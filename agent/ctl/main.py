@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from agentsh.agent.client import default_socket
+from agentsh.agent.ctl.bpf import bpf
+from agentsh.agent.ctl.doctor import doctor
 from agentsh.agent.ctl.events_cmd import events
 from agentsh.agent.ctl.mcp import mcp
 from agentsh.agent.ctl.mcp_inspect import inspect
@@ -40,6 +42,8 @@ mcp.add_command(unwrap)
 mcp.add_command(inspect)
 cli.add_command(mcp)
 cli.add_command(proxy)
+cli.add_command(bpf)
+cli.add_command(doctor)
 
 
 def main() -> None:

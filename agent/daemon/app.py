@@ -140,7 +140,9 @@ class Daemon:
             )
         writer.emit(PolicyLoaded(hash=lp.hash, files=lp.files, trigger="start"))
 
-        extra_routes = self._start_mcp(ctx)
+        from agentsh.agent.netmon.api import routes as bpf_routes
+
+        extra_routes = self._start_mcp(ctx) + bpf_routes(ctx)
         self._prepare_spool(ctx)
 
         _prepare_socket_path(paths.socket)

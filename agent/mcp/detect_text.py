@@ -100,28 +100,38 @@ class Prepared:
         return s, e
 
 
+# characters prepare() must look at one by one: non-ASCII and the control characters it
+# drops (DEL is kept, as str.lower keeps it); everything else is copied in bulk
+_SPECIAL_RUN = re.compile(r"[^\t\n\r\x20-\x7f]+")
+
+
 def prepare(text: str) -> Prepared:
     if text.isascii() and CONTROL_RE.search(text) is None:
         return Prepared(text, text.lower(), None, [], False)
     ansi = [m.span() for m in ANSI_RE.finditer(text)] if ("\x1b" in text or "\x9b" in text) else []
     out: list[str] = []
     index: list[int] = []
-    skip_until = 0
-    ai = 0
-    for i, ch in enumerate(text):
-        if i < skip_until:
-            continue
-        if ai < len(ansi) and ansi[ai][0] == i:
-            skip_until = ansi[ai][1]
-            ai += 1
-            continue
-        if ch < "\x80":
-            f = ch.lower() if ch >= " " or ch in "\t\n\r" else ""
-        else:
-            f = _fold_char(ch)
-        if f:
-            out.append(f)
-            index.extend([i] * len(f))
+    # segments between ANSI sequences; inside them plain ASCII runs are lower-cased
+    # as a whole and only special characters are folded one at a time
+    seg_start = 0
+    for seg_end, next_start in (*ansi, (len(text), len(text))):
+        p = seg_start
+        for m in _SPECIAL_RUN.finditer(text, seg_start, seg_end):
+            a, b = m.span()
+            if a > p:
+                out.append(text[p:a].lower())
+                index.extend(range(p, a))
+            for i in range(a, b):
+                ch = text[i]
+                f = "" if ch < "\x80" else _fold_char(ch)
+                if f:
+                    out.append(f)
+                    index.extend([i] * len(f))
+            p = b
+        if seg_end > p:
+            out.append(text[p:seg_end].lower())
+            index.extend(range(p, seg_end))
+        seg_start = next_start
     lower = "".join(out)
     folded = lower != text.lower()
     return Prepared(text, lower, index, ansi, folded)

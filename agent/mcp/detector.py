@@ -27,18 +27,19 @@ import bisect
 import re
 import urllib.parse
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from typing import Any
 
 from agentsh.agent.events.models import DetectionMatch, DetectionResult
 from agentsh.agent.mcp.detect_chars import scan_chars
 from agentsh.agent.mcp.detect_rules import (
+    _TOKEN_TABLE,
     MENTION_BEFORE,
     MENTION_LABEL,
     RANK,
     RULES,
     SEVERITIES,
     Rule,
-    words_of,
 )
 from agentsh.agent.mcp.detect_text import Prepared, prepare
 from agentsh.agent.policy.regex_safety import check_regex
@@ -83,7 +84,7 @@ _HEX_RE = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
 _ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\[0-7]{3}){6,}")
 _PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]{0,3}){4,}")
 _LONG_TOKEN = 20
-_CONTROL_NO_NUL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_TOKEN_RE = re.compile(r"[^\s\x00]{20,}")
 
 _ORDER_WORDS = re.compile(
     r"\b(?:always|must|should|never|instead|before|after|when|whenever|first|also|bcc|cc|redirect|"
@@ -112,15 +113,6 @@ def reaches(severity: str | None, threshold: str) -> bool:
 
 def _bump(sev: str, floor: str = "high") -> str:
     return SEVERITIES[min(len(SEVERITIES) - 1, max(RANK[sev] + 1, RANK[floor]))]
-
-
-class _Field:
-    __slots__ = ("path", "prep", "syntax")
-
-    def __init__(self, path: str, prep: Prepared, syntax: bool) -> None:
-        self.path = path
-        self.prep = prep
-        self.syntax = syntax
 
 
 class _Collector:
@@ -153,11 +145,212 @@ class _Collector:
             r.matches.append(m)
 
     def sorted(self) -> list[DetectionResult]:
+        if not self.results:
+            return []
         return sorted(self.results.values(), key=lambda r: -RANK[r.severity])
 
 
 def _context(text: str, start: int, end: int) -> str:
     return text[max(0, start - CONTEXT) : min(len(text), end + CONTEXT)]
+
+
+def _starts(lengths: Iterable[int]) -> list[int]:
+    """Offsets of NUL-joined pieces of the given lengths."""
+    out = [0]
+    out += accumulate(n + 1 for n in lengths)
+    return out
+
+
+# bytes that may appear in a plain field: deleting them from the NUL-joined ASCII
+# text leaves only the separators when no string holds a control character
+_PLAIN_ASCII = bytes((9, 10, 13, *range(0x20, 0x7F)))
+# base64 (standard / URL-safe alphabet) → 1, else 0: a payload run is 20 ones in a row
+_B64_STD = bytes(
+    1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "+/" else 0 for b in range(256)
+)
+_B64_URL = bytes(
+    1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "_-" else 0 for b in range(256)
+)
+_RUN = b"\x01" * _LONG_TOKEN
+
+
+def _b64_run(data: bytes) -> bool:
+    """Is there a base64/base64url run of >= 20 characters (hex runs are such runs too)?"""
+    return _RUN in data.translate(_B64_STD) or _RUN in data.translate(_B64_URL)
+
+
+def _may_hold_payload(text: str) -> bool:
+    """Necessary condition for _decoded_runs to yield anything; a few C-speed passes."""
+    return "%" in text or "\\" in text or _b64_run(text.encode("utf-8", "surrogatepass"))
+
+
+def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
+    """(field paths, strings, is-syntax flags) for every string in the tool, in a stable order."""
+    paths: list[str] = []
+    raws: list[str] = []
+    syntax: list[bool] = []
+    add_path, add_raw, add_syn = paths.append, raws.append, syntax.append
+    syntax_keys = _SYNTAX_KEYS
+
+    def walk(node: Any, path: str, depth: int, syn: bool) -> None:
+        if len(raws) >= MAX_STRINGS or depth > MAX_DEPTH:
+            return
+        if type(node) is dict:
+            names = path.endswith(_NAME_MAP_SUFFIXES)
+            for k, v in node.items():
+                if type(k) is not str:
+                    k = str(k)
+                tv = type(v)
+                if names and k:
+                    sub = f"{path}.{k}"
+                    add_path(sub)
+                    add_raw(k)
+                    add_syn(False)
+                    if tv is str:
+                        if v:
+                            add_path(sub)
+                            add_raw(v)
+                            add_syn(k in syntax_keys)
+                    elif tv is dict or tv is list:
+                        walk(v, sub, depth + 1, k in syntax_keys)
+                elif tv is str:
+                    if v:
+                        add_path(f"{path}.{k}")
+                        add_raw(v)
+                        add_syn(k in syntax_keys)
+                elif tv is dict or tv is list:
+                    walk(v, f"{path}.{k}", depth + 1, k in syntax_keys)
+        elif type(node) is list:
+            for i, v in enumerate(node):
+                tv = type(v)
+                if tv is str:
+                    if v:
+                        add_path(f"{path}[{i}]")
+                        add_raw(v)
+                        add_syn(syn)
+                elif tv is dict or tv is list:
+                    walk(v, f"{path}[{i}]", depth + 1, syn)
+        elif isinstance(node, str) and node:  # str subclasses
+            add_path(path)
+            add_raw(str(node))
+            add_syn(syn)
+
+    for k in _FIRST_KEYS:
+        v = tool.get(k)
+        if type(v) is str:
+            if v:
+                add_path(k)
+                add_raw(v)
+                add_syn(False)
+        elif v is not None:
+            walk(v, k, 0, False)
+    for k, v in tool.items():
+        if k in _FIRST_KEYS:
+            continue
+        k = str(k)
+        if type(v) is str:
+            if v:
+                add_path(k)
+                add_raw(v)
+                add_syn(False)
+        else:
+            walk(v, k, 0, False)
+    return paths, raws, syntax
+
+
+class _RuleIndex:
+    """All enabled rules' gates folded into one word → bitmask table.
+
+    The tool's words are intersected once with the gate vocabulary; a rule runs
+    only if every one of its gate groups has a bit set. Anchored rules then try
+    their regex only at the literal prefixes whose first word occurs.
+    """
+
+    __slots__ = ("entries", "masks", "vocab")
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        masks: dict[bytes, int] = {}
+        entries = []
+        bit = 0
+        for rule in rules:
+            req = 0
+            for group in rule.gate:
+                req |= 1 << bit
+                for w in group:
+                    masks[w] = masks.get(w, 0) | (1 << bit)
+                bit += 1
+            by_word: dict[bytes, list[str]] = {}
+            free: list[str] = []
+            for word, prefix in rule.anchors or ():
+                if word:
+                    by_word.setdefault(word, []).append(prefix)
+                    masks.setdefault(word, 0)
+                else:
+                    free.append(prefix)
+            entries.append(
+                (
+                    req,
+                    (
+                        rule,
+                        frozenset(by_word),
+                        {w: tuple(ps) for w, ps in by_word.items()},
+                        tuple(free),
+                    ),
+                )
+            )
+        self.masks = masks
+        self.vocab = frozenset(masks)
+        self.entries = tuple(entries)
+
+    def hits(self, lower: str) -> frozenset[bytes]:
+        """The gate/anchor words that occur in lower ([a-z0-9]+ runs)."""
+        return self.vocab.intersection(
+            lower.encode("utf-8", "ignore").translate(_TOKEN_TABLE).split()
+        )
+
+    def scan(self, lower: str, hits: frozenset[bytes]) -> list[tuple[Rule, int, int]]:
+        """(rule, start, end) of every rule match in lower, rule by rule in order."""
+        m = 0
+        masks = self.masks
+        for w in hits:
+            m |= masks[w]
+        out: list[tuple[Rule, int, int]] = []
+        for rule, anchor_words, by_word, free in [e for req, e in self.entries if m & req == req]:
+            if rule.needles:
+                for k in rule.needles:
+                    if k in lower:
+                        break
+                else:
+                    continue
+            check = rule.start_ok
+            if rule.anchors is None:
+                for mt in rule.regex.finditer(lower):
+                    s, e = mt.span()
+                    if e > s and (check is None or check(lower, s)):
+                        out.append((rule, s, e))
+                continue
+            # anchored: try the regex only where one of its literal prefixes occurs
+            prefixes: tuple[str, ...] = free
+            for w in anchor_words.intersection(hits):
+                prefixes += by_word[w]
+            spans: list[tuple[int, int]] = []
+            match = rule.regex.match
+            for prefix in prefixes:
+                i = lower.find(prefix)
+                while i >= 0:
+                    if i == 0 or not lower[i - 1].isalnum():
+                        mt = match(lower, i)
+                        if mt is not None and mt.end() > i and (check is None or check(lower, i)):
+                            spans.append(mt.span())
+                    i = lower.find(prefix, i + 1)
+            if len(spans) > 1:
+                spans.sort()
+            last = -1
+            for s, e in spans:
+                if s >= last:
+                    out.append((rule, s, e))
+                    last = e
+        return out
 
 
 class Detector:
@@ -167,6 +360,7 @@ class Detector:
         b = cfg.builtin
         self.threshold = cfg.alert_threshold
         self._rules: tuple[Rule, ...] = tuple(r for r in RULES if getattr(b, r.category))
+        self._index = _RuleIndex(self._rules)
         self._invisible = b.invisible_unicode
         self._ansi = b.ansi_escape
         self._encoded = b.encoded_payload
@@ -184,109 +378,108 @@ class Detector:
     ) -> list[DetectionResult]:
         if not isinstance(tool, dict):
             return []
-        raw_fields = self._collect(tool)
-        if not raw_fields:
+        paths, raws, syntax = _collect(tool)
+        if not raws:
             return []
         out = _Collector()
-        raws = [r for _p, r, _s in raw_fields]
         joined_raw = "\x00".join(raws)
+        raw_bytes = joined_raw.encode("utf-8", "surrogatepass")
+        # nearly every real tool is plain ASCII without control characters: then the
+        # normalised text is the lower-cased original and no per-string work is done
         clean = (
-            joined_raw.isascii()
-            and joined_raw.count("\x00") == len(raws) - 1
-            and _CONTROL_NO_NUL.search(joined_raw) is None
+            len(raw_bytes) == len(joined_raw)
+            and len(raw_bytes.translate(None, _PLAIN_ASCII)) == len(raws) - 1
         )
-        if clean:  # nearly every real tool: no per-string normalisation at all
-            fields = [
-                _Field(p, Prepared(r, r.lower(), None, [], False), sy) for p, r, sy in raw_fields
-            ]
+        preps: list[Prepared] | None
+        if clean:
+            preps = None
             joined = joined_raw.lower()
         else:
-            fields = [_Field(p, prepare(r), sy) for p, r, sy in raw_fields]
-            joined = "\x00".join(f.prep.lower for f in fields)
-        starts: list[int] = []
-        pos = 0
-        for f in fields:
-            starts.append(pos)
-            pos += len(f.prep.lower) + 1
-        words = words_of(joined)
+            preps = [prepare(r) for r in raws]
+            joined = "\x00".join(p.lower for p in preps)
         # 2. text rules over all fields at once
-        for rule, s, e in self._run_rules(joined, words):
-            i = bisect.bisect_right(starts, s) - 1
-            f = fields[i]
-            if f.syntax:
-                continue
-            lo = f.prep.lower
-            ls, le = s - starts[i], min(e - starts[i], len(lo))
-            os_, oe = f.prep.orig_span(ls, le)
-            orig = f.prep.original
-            sev = rule.severity
-            name = rule.name
-            if rule.mention_aware and _is_mention(lo, ls, le):
-                sev, name = "low", f"{rule.name}_mentioned"
-            elif f.prep.folded and orig[os_:oe].lower() != lo[ls:le]:
-                sev = _bump(sev)  # matched only after de-obfuscation
-            out.add(name, rule.category, sev, f.path, orig[os_:oe], os_, _context(orig, os_, oe))
+        matches = self._index.scan(joined, self._index.hits(joined))
+        if matches:
+            starts = (
+                _starts(len(r) for r in raws)
+                if preps is None
+                else _starts(len(p.lower) for p in preps)
+            )
+            for rule, s, e in matches:
+                i = bisect.bisect_right(starts, s) - 1
+                if syntax[i]:
+                    continue
+                orig = raws[i]
+                prep = None if preps is None else preps[i]
+                lo = orig.lower() if prep is None else prep.lower
+                ls, le = s - starts[i], min(e - starts[i], len(lo))
+                os_, oe = (ls, le) if prep is None else prep.orig_span(ls, le)
+                sev = rule.severity
+                name = rule.name
+                if rule.mention_aware and _is_mention(lo, ls, le):
+                    sev, name = "low", f"{rule.name}_mentioned"
+                elif prep is not None and prep.folded and orig[os_:oe].lower() != lo[ls:le]:
+                    sev = _bump(sev)  # matched only after de-obfuscation
+                out.add(
+                    name, rule.category, sev, paths[i], orig[os_:oe], os_, _context(orig, os_, oe)
+                )
         if self._shadowing:
             self._peer_shadowing(tool, peers, out)
         # 3. character level (only strings that are not plain ASCII)
-        if not clean and (self._invisible or self._ansi):
-            for f in fields:
-                if f.prep.index is not None:
-                    self._char_checks(f, out)
+        if preps is not None and (self._invisible or self._ansi):
+            for i, p in enumerate(preps):
+                if p.index is not None:
+                    self._char_checks(paths[i], p.original, out)
         # 4. encoded payloads
-        if self._encoded and (
-            "%" in joined_raw or "\\" in joined_raw or _has_long_token(joined_raw)
-        ):
-            for f in fields:
-                t = f.prep.original
-                if not f.syntax and len(t) >= 12 and ("%" in t or "\\" in t or _has_long_token(t)):
-                    self._encoded_checks(f, out, 0)
+        if self._encoded and ("%" in joined_raw or "\\" in joined_raw or _b64_run(raw_bytes)):
+            for i, t in enumerate(raws):
+                if not syntax[i] and len(t) >= 12 and _may_hold_payload(t):
+                    self._encoded_checks(paths[i], t, out, 0)
         # 5. embedded secrets, one pass over all strings
         if self._secrets is not None:
-            raw_starts: list[int] = []
-            pos = 0
-            for r in raws:
-                raw_starts.append(pos)
-                pos += len(r) + 1
-            for m in self._secrets.find(joined_raw):
-                if _PLACEHOLDER.search(m.text) or len(set(m.text)) < 8:
-                    continue
-                i = bisect.bisect_right(raw_starts, m.start) - 1
-                text = raws[i]
-                st, en = m.start - raw_starts[i], m.end - raw_starts[i]
-                out.add(
-                    f"embedded_{m.type}",
-                    "embedded_secrets",
-                    "high",
-                    fields[i].path,
-                    m.text,
-                    st,
-                    _context(text, st, en),
-                )
+            found = self._secrets.find(joined_raw)
+            if found:
+                raw_starts = _starts(len(r) for r in raws)
+                for m in found:
+                    if _PLACEHOLDER.search(m.text) or len(set(m.text)) < 8:
+                        continue
+                    i = bisect.bisect_right(raw_starts, m.start) - 1
+                    text = raws[i]
+                    st, en = m.start - raw_starts[i], m.end - raw_starts[i]
+                    out.add(
+                        f"embedded_{m.type}",
+                        "embedded_secrets",
+                        "high",
+                        paths[i],
+                        m.text,
+                        st,
+                        _context(text, st, en),
+                    )
         # 6. custom patterns
         for name, category, severity, rx in self._custom:
-            for f in fields:
-                text = f.prep.original
+            for i, text in enumerate(raws):
+                path = paths[i]
                 for m in rx.finditer(text):
                     if m.end() > m.start():
                         out.add(
                             name,
                             category,
                             severity,
-                            f.path,
+                            path,
                             m.group(0),
                             m.start(),
                             _context(text, m.start(), m.end()),
                         )
-                if f.prep.folded and rx.flags & re.IGNORECASE:
-                    for m in rx.finditer(f.prep.lower):
+                prep = None if preps is None else preps[i]
+                if prep is not None and prep.folded and rx.flags & re.IGNORECASE:
+                    for m in rx.finditer(prep.lower):
                         if m.end() > m.start():
-                            os_, oe = f.prep.orig_span(m.start(), m.end())
+                            os_, oe = prep.orig_span(m.start(), m.end())
                             out.add(
                                 name,
                                 category,
                                 severity,
-                                f.path,
+                                path,
                                 text[os_:oe],
                                 os_,
                                 _context(text, os_, oe),
@@ -298,112 +491,16 @@ class Detector:
 
     # ------------------------------------------------------------ internals
 
-    @staticmethod
-    def _collect(tool: dict[str, Any]) -> list[tuple[str, str, bool]]:
-        """(field path, string, is-syntax) for every string in the tool, in a stable order."""
-        out: list[tuple[str, str, bool]] = []
-        append = out.append
-
-        def walk(node: Any, path: str, depth: int, syntax: bool) -> None:
-            if len(out) >= MAX_STRINGS or depth > MAX_DEPTH:
-                return
-            if type(node) is dict:
-                names = path.endswith(_NAME_MAP_SUFFIXES)
-                for k, v in node.items():
-                    if type(k) is not str:
-                        k = str(k)
-                    sub = path + "." + k
-                    if names and k:
-                        append((sub, k, False))
-                    tv = type(v)
-                    if tv is str:
-                        if v:
-                            append((sub, v, k in _SYNTAX_KEYS))
-                    elif tv is dict or tv is list:
-                        walk(v, sub, depth + 1, k in _SYNTAX_KEYS)
-            elif type(node) is list:
-                for i, v in enumerate(node):
-                    tv = type(v)
-                    if tv is str:
-                        if v:
-                            append((f"{path}[{i}]", v, syntax))
-                    elif tv is dict or tv is list:
-                        walk(v, f"{path}[{i}]", depth + 1, syntax)
-            elif isinstance(node, str) and node:  # str subclasses
-                append((path, str(node), syntax))
-
-        for k in _FIRST_KEYS:
-            v = tool.get(k)
-            if type(v) is str:
-                if v:
-                    append((k, v, False))
-            elif v is not None:
-                walk(v, k, 0, False)
-        for k, v in tool.items():
-            if k in _FIRST_KEYS:
-                continue
-            k = str(k)
-            if type(v) is str:
-                if v:
-                    append((k, v, False))
-            else:
-                walk(v, k, 0, False)
-        return out
-
-    def _run_rules(self, lower: str, words: set[bytes]) -> Iterator[tuple[Rule, int, int]]:
-        for rule in self._rules:
-            ok = True
-            for g in rule.gate:
-                if g.isdisjoint(words):
-                    ok = False
-                    break
-            if not ok:
-                continue
-            if rule.needles:
-                for k in rule.needles:
-                    if k in lower:
-                        break
-                else:
-                    continue
-            check = rule.start_ok
-            if rule.anchors is None:
-                for m in rule.regex.finditer(lower):
-                    s, e = m.span()
-                    if e > s and (check is None or check(lower, s)):
-                        yield rule, s, e
-                continue
-            # anchored: try the regex only where one of its literal prefixes occurs
-            spans: list[tuple[int, int]] = []
-            match = rule.regex.match
-            for word, prefix in rule.anchors:
-                if word and word not in words:
-                    continue
-                i = lower.find(prefix)
-                while i >= 0:
-                    if i == 0 or not lower[i - 1].isalnum() or not prefix[0].isalnum():
-                        m = match(lower, i)
-                        if m is not None and m.end() > i and (check is None or check(lower, i)):
-                            spans.append(m.span())
-                    i = lower.find(prefix, i + 1)
-            if len(spans) > 1:
-                spans.sort()
-            last = -1
-            for s, e in spans:
-                if s >= last:
-                    yield rule, s, e
-                    last = e
-
     def _rescan(self, hidden: str) -> list[tuple[Rule, str]]:
         prep = prepare(hidden)
         lo = prep.lower
         return [
             (rule, lo[s:e])
-            for rule, s, e in self._run_rules(lo, words_of(lo))
+            for rule, s, e in self._index.scan(lo, self._index.hits(lo))
             if not (rule.mention_aware and _is_mention(lo, s, e))
         ]
 
-    def _char_checks(self, f: _Field, out: _Collector) -> None:
-        text = f.prep.original
+    def _char_checks(self, path: str, text: str, out: _Collector) -> None:
         for hit in scan_chars(text, invisible=self._invisible, ansi=self._ansi):
             sev = hit.severity
             inner: list[tuple[Rule, str]] = []
@@ -415,7 +512,7 @@ class Detector:
                 hit.name,
                 hit.category,
                 sev,
-                f.path,
+                path,
                 hit.text,
                 hit.start,
                 _context(text, hit.start, hit.end),
@@ -425,14 +522,13 @@ class Detector:
                     hit.name,
                     hit.category,
                     sev,
-                    f.path,
+                    path,
                     f"{rule.name}: {mt}",
                     hit.start,
                     hit.text[:200],
                 )
 
-    def _encoded_checks(self, f: _Field, out: _Collector, depth: int) -> None:
-        text = f.prep.original
+    def _encoded_checks(self, path: str, text: str, out: _Collector, depth: int) -> None:
         for kind, start, end, decoded in _decoded_runs(text):
             inner = self._rescan(decoded)
             words = len(re.findall(r"[A-Za-z]{2,}", decoded))
@@ -448,7 +544,7 @@ class Detector:
                 f"{kind}_payload",
                 "encoded_payload",
                 sev,
-                f.path,
+                path,
                 shown,
                 start,
                 _context(text, start, end),
@@ -458,7 +554,7 @@ class Detector:
                     f"{kind}_payload",
                     "encoded_payload",
                     sev,
-                    f.path,
+                    path,
                     f"{rule.name}: {mt}",
                     start,
                     shown[:200],
@@ -472,7 +568,7 @@ class Detector:
                             f"{kind}_{kind2}_payload",
                             "encoded_payload",
                             _bump(worst),
-                            f.path,
+                            path,
                             decoded2[:300],
                             start,
                             shown[:200],
@@ -482,19 +578,24 @@ class Detector:
         self, tool: dict[str, Any], peers: Iterable[dict[str, Any]], out: _Collector
     ) -> None:
         """Orders about other servers' tools, and impersonation of their names."""
-        own = tool.get("name")
-        own = own if isinstance(own, str) else ""
-        own_l = own.lower()
-        own_folded = prepare(own).lower if own else ""
-        desc = tool.get("description")
-        desc_text = desc if isinstance(desc, str) else ""
-        desc_lower = prepare(desc_text).lower if desc_text else ""
-        desc_plain = desc_text.isascii() and len(desc_lower) == len(desc_text)
+        if not peers:
+            return
         own_server = tool.get("server")
         seen: set[str] = set()
+        ready = False
         for p in peers:
             if not isinstance(p, dict):
                 continue
+            if not ready:  # normalise own name and description once, only if there are peers
+                ready = True
+                own = tool.get("name")
+                own = own if isinstance(own, str) else ""
+                own_l = own.lower()
+                own_folded = prepare(own).lower if own else ""
+                desc = tool.get("description")
+                desc_text = desc if isinstance(desc, str) else ""
+                desc_lower = prepare(desc_text).lower if desc_text else ""
+                desc_plain = desc_text.isascii() and len(desc_lower) == len(desc_text)
             if own_server is not None and p.get("server") == own_server:
                 continue  # same server: referring to a sibling tool is ordinary
             if isinstance(p.get("tool"), dict) and "name" not in p:
@@ -628,7 +729,9 @@ def _decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             if r:
                 yield "escaped", m.start(), m.end(), r
     # only long tokens can hold a payload: cheap split first, regexes on those
-    for tok_m in re.finditer(r"[^\s\x00]{20,}", text) if _has_long_token(text) else ():
+    for tok_m in (
+        _TOKEN_RE.finditer(text) if _b64_run(text.encode("utf-8", "surrogatepass")) else ()
+    ):
         tok, base = tok_m.group(0), tok_m.start()
         for m in _HEX_RE.finditer(tok):
             try:
@@ -654,7 +757,3 @@ def _decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             r = _readable(data)
             if r:
                 yield "base64", base + m.start(), base + m.end(), r
-
-
-def _has_long_token(text: str) -> bool:
-    return max(map(len, text.split()), default=0) >= _LONG_TOKEN
