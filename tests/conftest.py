@@ -102,7 +102,9 @@ class DaemonProc:
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(f"agentshd exited {self.proc.returncode}:\n{self.log()}")
-            return any(e["type"] == "daemon_started" for e in self.events()) and self.socket.exists()
+            pid = self.proc.pid if self.proc is not None else None
+            started = any(e["type"] == "daemon_started" and e.get("pid") == pid for e in self.events())
+            return started and self.socket.exists()
 
         wait_for(ready, timeout, what="agentshd ready")
 

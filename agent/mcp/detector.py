@@ -258,6 +258,20 @@ def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
     return paths, raws, syntax
 
 
+def _word_starts(lower: str, prefix: str, whole: bool) -> list[int]:
+    """Positions where prefix starts a word (and, if whole, also ends one)."""
+    out = []
+    n = len(prefix)
+    i = lower.find(prefix)
+    while i >= 0:
+        if (i == 0 or not lower[i - 1].isalnum()) and not (
+            whole and i + n < len(lower) and lower[i + n].isalnum()
+        ):
+            out.append(i)
+        i = lower.find(prefix, i + 1)
+    return out
+
+
 class _RuleIndex:
     """All enabled rules' gates folded into one word → bitmask table.
 
@@ -279,14 +293,16 @@ class _RuleIndex:
                 for w in group:
                     masks[w] = masks.get(w, 0) | (1 << bit)
                 bit += 1
-            by_word: dict[bytes, list[str]] = {}
-            free: list[str] = []
+            # (prefix, whole): a prefix that is one whole word after which the regex
+            # needs a word end ("you" can never match in "your")
+            by_word: dict[bytes, list[tuple[str, bool]]] = {}
+            free: list[tuple[str, bool]] = []
             for word, prefix in rule.anchors or ():
                 if word:
-                    by_word.setdefault(word, []).append(prefix)
+                    by_word.setdefault(word, []).append((prefix, word.decode() == prefix))
                     masks.setdefault(word, 0)
                 else:
-                    free.append(prefix)
+                    free.append((prefix, False))
             entries.append(
                 (
                     req,
@@ -315,6 +331,9 @@ class _RuleIndex:
         for w in hits:
             m |= masks[w]
         out: list[tuple[Rule, int, int]] = []
+        where: dict[
+            tuple[str, bool], list[int]
+        ] = {}  # prefix → its word-start positions (rules share them)
         for rule, anchor_words, by_word, free in [e for req, e in self.entries if m & req == req]:
             if rule.needles:
                 for k in rule.needles:
@@ -330,19 +349,19 @@ class _RuleIndex:
                         out.append((rule, s, e))
                 continue
             # anchored: try the regex only where one of its literal prefixes occurs
-            prefixes: tuple[str, ...] = free
+            prefixes: tuple[tuple[str, bool], ...] = free
             for w in anchor_words.intersection(hits):
                 prefixes += by_word[w]
             spans: list[tuple[int, int]] = []
             match = rule.regex.match
             for prefix in prefixes:
-                i = lower.find(prefix)
-                while i >= 0:
-                    if i == 0 or not lower[i - 1].isalnum():
-                        mt = match(lower, i)
-                        if mt is not None and mt.end() > i and (check is None or check(lower, i)):
-                            spans.append(mt.span())
-                    i = lower.find(prefix, i + 1)
+                pos = where.get(prefix)
+                if pos is None:
+                    pos = where[prefix] = _word_starts(lower, *prefix)
+                for i in pos:
+                    mt = match(lower, i)
+                    if mt is not None and mt.end() > i and (check is None or check(lower, i)):
+                        spans.append(mt.span())
             if len(spans) > 1:
                 spans.sort()
             last = -1
