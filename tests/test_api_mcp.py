@@ -10,11 +10,11 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
+
 from agentsh.agent.client import ControlClient, ControlError
 from agentsh.agent.ctl.mcp import mcp as mcp_cli
 from agentsh.agent.mcp.hashing import tool_hash
-from click.testing import CliRunner
-
 from tests.conftest import BASE_TEST_POLICY, DaemonProc, short_tmpdir, wait_for
 
 POLICY = BASE_TEST_POLICY + """

@@ -11,8 +11,8 @@ import subprocess
 
 import orjson
 import pytest
-from agentsh.agent.client import ControlClient
 
+from agentsh.agent.client import ControlClient
 from tests.conftest import AGENTSHCTL, BASE_TEST_POLICY, DaemonProc, read_events, wait_for
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from agentsh.agent.events.models import Event, MCPToolCalled, MCPToolCallIntercepted
 from agentsh.agent.mcp.decision import DecisionEngine
 from agentsh.agent.mcp.hashing import tool_hash

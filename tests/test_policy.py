@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from agentsh.agent.policy.globs import glob_match
 from agentsh.agent.policy.loader import (
     EMBEDDED_DEFAULT,
@@ -16,7 +17,6 @@ from agentsh.agent.policy.loader import (
     load_embedded,
     load_texts,
 )
-
 from tests.conftest import AGENTSHCTL
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agentsh.agent.events.models import Event
 from agentsh.agent.mcp.hashing import diff_definitions, tool_hash
 from agentsh.agent.mcp.registry import ToolRegistry, client_server_name

@@ -7,6 +7,7 @@ from typing import Any, NoReturn
 
 import click
 import orjson
+
 from agentsh.agent.client import ControlError, DaemonUnavailable, call
 
 

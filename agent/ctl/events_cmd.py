@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 import orjson
+
 from agentsh.agent.client import DaemonUnavailable, call
 from agentsh.agent.ctl.common import api, die, print_json, socket_of
 from agentsh.agent.events import reader

@@ -13,6 +13,7 @@ from urllib.parse import quote, urlencode
 
 import click
 import orjson
+
 from agentsh.agent.ctl.common import api, die, print_json, table
 from agentsh.agent.ctl.events_cmd import events_path
 from agentsh.agent.events import reader

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import yaml
+
 from agentsh.agent.ctl.common import api, print_json
 from agentsh.agent.policy.loader import PolicyError, load_dir, load_paths
 

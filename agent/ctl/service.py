@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import click
+
 from agentsh.agent.policy.loader import embedded_default_text
 
 UNIT_NAME = "agentsh.service"

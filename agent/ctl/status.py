@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
+
 from agentsh.agent.ctl.common import ago, api, print_json, table
 
 

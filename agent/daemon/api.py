@@ -12,12 +12,14 @@ import time
 from typing import Any
 
 import orjson
-from agentsh.agent.daemon.context import DaemonContext
-from agentsh.agent.daemon.peercred import make_middleware
-from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event
-from agentsh.agent.version import __version__
 from aiohttp import web
 from pydantic import ValidationError
+
+from agentsh.agent.daemon.context import DaemonContext
+from agentsh.agent.daemon.peercred import make_middleware
+from agentsh.agent.daemon.shims import ShimInfo
+from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event
+from agentsh.agent.version import __version__
 
 MAX_EVENTS_PER_POST = 10_000
 
@@ -42,11 +44,23 @@ def _bad(msg: str) -> web.HTTPBadRequest:
     return web.HTTPBadRequest(body=orjson.dumps({"error": msg}), content_type="application/json")
 
 
-def server_gone(ctx: DaemonContext, server_id: str) -> None:
-    """The last shim of a stdio server went away: its tools stop being current
-    (pins stay). Two sessions may run the same server, hence "last"."""
-    if ctx.mcp is not None and not ctx.shims.serves(server_id):
-        ctx.mcp.remove_server(server_id)
+def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | None = None) -> None:
+    """A shim unregistered or stopped heartbeating: record it, and when it was
+    the last shim of its server, that server's tools stop being current (pins
+    stay). Two sessions may run the same server, hence "last"."""
+    if ctx.mcp is not None and not ctx.shims.serves(info.server_id):
+        ctx.mcp.remove_server(info.server_id)
+    ctx.events.emit(
+        ShimExited(
+            source=source,  # type: ignore[arg-type]
+            server_id=info.server_id,
+            pid=info.pid,
+            exit_code=exit_code,
+            calls=info.calls,
+            blocks=info.blocks,
+            session_id=info.session_id,
+        )
+    )
 
 
 def status_payload(ctx: DaemonContext) -> dict[str, Any]:
@@ -208,18 +222,8 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
         info = ctx.shims.unregister(request.match_info["shim_id"])
         if info is None:
             return _json({"error": "unknown shim"}, status=404)
-        server_gone(ctx, info.server_id)
-        ctx.events.emit(
-            ShimExited(
-                source="shim",
-                server_id=info.server_id,
-                pid=info.pid,
-                exit_code=body.get("exit_code") if isinstance(body.get("exit_code"), int) else None,
-                calls=info.calls,
-                blocks=info.blocks,
-                session_id=info.session_id,
-            )
-        )
+        code = body.get("exit_code")
+        shim_gone(ctx, info, "shim", code if isinstance(code, int) else None)
         return _json({"ok": True})
 
     async def shims(request: web.Request) -> web.Response:

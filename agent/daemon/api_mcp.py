@@ -16,8 +16,9 @@ import pwd
 from typing import Any
 
 import orjson
-from agentsh.agent.mcp.types import DecisionRequest
 from aiohttp import web
+
+from agentsh.agent.mcp.types import DecisionRequest
 
 MAX_TOOLS_PER_REGISTRATION = 10_000
 MAX_DECISIONS_PER_REQUEST = 1_000

@@ -26,13 +26,13 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from agentsh.agent.client import channel_path
-from agentsh.agent.daemon.api import build_app, server_gone
+from agentsh.agent.daemon.api import build_app, shim_gone
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.decide_channel import DecisionChannel
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor
-from agentsh.agent.events.models import DaemonStarted, DaemonStopping, ShimExited, parse_event
+from agentsh.agent.events.models import DaemonStarted, DaemonStopping, parse_event
 from agentsh.agent.events.writer import EventWriter
 from agentsh.agent.policy.loader import LoadedPolicy
 from agentsh.agent.policy.store import PolicyStore
@@ -329,16 +329,7 @@ class Daemon:
                 if n:
                     log.info("ingested %d spooled events", n)
                 for s in ctx.shims.expire():
-                    server_gone(ctx, s.server_id)
-                    ctx.events.emit(
-                        ShimExited(
-                            source="daemon",
-                            server_id=s.server_id,
-                            pid=s.pid,
-                            calls=s.calls,
-                            blocks=s.blocks,
-                        )
-                    )
+                    shim_gone(ctx, s, "daemon")
             except Exception:
                 log.exception("housekeeping failed")
             await asyncio.sleep(2.0)

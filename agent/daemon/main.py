@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+
 from agentsh.agent.policy.loader import PolicyError
 from agentsh.agent.version import __version__
 

@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 import yaml
-from agentsh.agent.policy.schema import Policy
 from pydantic import ValidationError
+
+from agentsh.agent.policy.schema import Policy
 
 MAIN_FILE = "agentsh.yaml"
 DROPIN_DIR = "policy.d"

@@ -10,9 +10,10 @@ import types
 import typing
 from typing import Any, get_args, get_origin
 
-from agentsh.agent.policy.schema import Policy
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+
+from agentsh.agent.policy.schema import Policy
 
 BEGIN = "<!-- BEGIN GENERATED KEY REFERENCE -->"
 END = "<!-- END GENERATED KEY REFERENCE -->"

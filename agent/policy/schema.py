@@ -12,9 +12,10 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
 from agentsh.agent.policy.globs import validate_glob
 from agentsh.agent.policy.regex_safety import check_regex
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Severity = Literal["low", "medium", "high", "critical"]
 SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}

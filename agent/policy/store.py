@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import orjson
+
 from agentsh.agent.events.models import Event, PolicyLoaded, PolicyRejected
 from agentsh.agent.policy.loader import (
     DROPIN_DIR,
