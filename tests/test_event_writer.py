@@ -462,6 +462,8 @@ def test_reader_follows_across_size_rotation_and_external_reopen(tmp_path: Path)
         ev = call(i)
         w.emit(ev)
         emitted.append(ev.id)
+        if i == 0:  # the follower has the file open before rotations start
+            wait_for(lambda: len(got) == 1)
         if i % 30 == 0:
             time.sleep(0.01)
         if i in (300, 600):  # external logrotate in the middle

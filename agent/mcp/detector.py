@@ -6,8 +6,10 @@ names, annotations, any other field) and returns DetectionResults grouped per
 (rule, field). Pipeline per tool:
 
 1. collect strings with their field paths; normalise each (detect_text);
-2. join the normalised texts with NUL separators and run every built-in rule
-   whose keywords occur — one regex pass per rule per tool, not per string;
+2. join the normalised texts with NUL separators; one word split of that text,
+   intersected with the gate vocabulary of all rules (one word → bitmask
+   table), picks the few rules whose keywords all occur; those run once per
+   tool, anchored rules only where a literal prefix starts a word;
 3. character-level checks on non-ASCII strings (detect_chars); smuggled text
    (tag characters, variation selectors) is decoded and rescanned;
 4. encoded runs (base64, hex, \\x / \\u escapes, %-encoding) are decoded and
@@ -16,7 +18,8 @@ names, annotations, any other field) and returns DetectionResults grouped per
 
 A rule match that only exists after normalisation (homoglyphs, zero-width
 splitting) is escalated: the obfuscation is itself evidence of intent.
-Everything is compiled once in __init__; a typical tool costs tens of µs.
+Everything is compiled once in __init__. Plain-ASCII tools (nearly all) skip
+normalisation; encoded-payload and rule prechecks are C-speed bytes passes.
 """
 
 from __future__ import annotations
@@ -272,6 +275,15 @@ def _word_starts(lower: str, prefix: str, whole: bool) -> list[int]:
     return out
 
 
+_COMMON_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789 .,:;/-_()'\"\n")
+
+
+def _needle_plan(needles: tuple[str, ...]) -> tuple[tuple[str | None, str], ...]:
+    """Each needle with a rare character it contains ('%', '\\', '<', ...): that
+    single-character test (memchr speed) rules most needles out cheaply."""
+    return tuple((next((c for c in k if c not in _COMMON_CHARS), None), k) for k in needles)
+
+
 class _RuleIndex:
     """All enabled rules' gates folded into one word → bitmask table.
 
@@ -280,7 +292,7 @@ class _RuleIndex:
     their regex only at the literal prefixes whose first word occurs.
     """
 
-    __slots__ = ("entries", "masks", "vocab")
+    __slots__ = ("always", "entries", "keyed", "masks", "vocab")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         masks: dict[bytes, int] = {}
@@ -308,6 +320,7 @@ class _RuleIndex:
                     req,
                     (
                         rule,
+                        _needle_plan(rule.needles),
                         frozenset(by_word),
                         {w: tuple(ps) for w, ps in by_word.items()},
                         tuple(free),
@@ -317,6 +330,18 @@ class _RuleIndex:
         self.masks = masks
         self.vocab = frozenset(masks)
         self.entries = tuple(entries)
+        # candidates come from the words present: each gated rule is listed under the
+        # words of its smallest gate group, so most rules are never even looked at
+        keyed: dict[bytes, list[int]] = {}
+        always: list[int] = []
+        for i, rule in enumerate(rules):
+            if not rule.gate:
+                always.append(i)
+                continue
+            for w in min(rule.gate, key=len):
+                keyed.setdefault(w, []).append(i)
+        self.keyed = {w: tuple(ix) for w, ix in keyed.items()}
+        self.always = frozenset(always)
 
     def hits(self, lower: str) -> frozenset[bytes]:
         """The gate/anchor words that occur in lower ([a-z0-9]+ runs)."""
@@ -328,16 +353,24 @@ class _RuleIndex:
         """(rule, start, end) of every rule match in lower, rule by rule in order."""
         m = 0
         masks = self.masks
+        keyed = self.keyed
+        cand = set(self.always)
         for w in hits:
             m |= masks[w]
+            ix = keyed.get(w)
+            if ix is not None:
+                cand.update(ix)
+        entries = self.entries
         out: list[tuple[Rule, int, int]] = []
-        where: dict[
-            tuple[str, bool], list[int]
-        ] = {}  # prefix → its word-start positions (rules share them)
-        for rule, anchor_words, by_word, free in [e for req, e in self.entries if m & req == req]:
-            if rule.needles:
-                for k in rule.needles:
-                    if k in lower:
+        # prefix → its word-start positions (rules share them)
+        where: dict[tuple[str, bool], list[int]] = {}
+        for i in sorted(cand):
+            req, (rule, needles, anchor_words, by_word, free) = entries[i]
+            if m & req != req:
+                continue
+            if needles:
+                for guard, k in needles:
+                    if (guard is None or guard in lower) and k in lower:
                         break
                 else:
                     continue

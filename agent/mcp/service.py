@@ -11,6 +11,7 @@ thread-safe, so the control API may run registrations in a worker thread
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from agentsh.agent.events.models import (
     MCPToolShadowed,
 )
 from agentsh.agent.mcp.decision import DecisionEngine
+from agentsh.agent.mcp.hashing import canonical_json
 from agentsh.agent.mcp.registry import ToolEntry, ToolRegistry
 from agentsh.agent.mcp.types import Decision, DecisionRequest
 from agentsh.agent.policy.schema import SEVERITY_RANK, DetectionConfig, Policy
@@ -33,6 +35,7 @@ from agentsh.agent.policy.schema import SEVERITY_RANK, DetectionConfig, Policy
 log = logging.getLogger(__name__)
 
 REGISTRY_FILE = "registry.db"
+_CACHE_MAX = 4096
 _SOURCES = frozenset({"daemon", "proxy", "shim", "bpf", "hook", "ctl"})
 
 
@@ -68,6 +71,7 @@ class _Inspector:
 
     def __init__(self, cfg: DetectionConfig, enabled: bool) -> None:
         self.detector: Any = None
+        self._cache: dict[tuple[bytes, bytes], list[dict[str, Any]]] = {}
         if not enabled:
             return
         try:
@@ -77,14 +81,31 @@ class _Inspector:
             return
         self.detector = Detector(cfg)
 
-    def inspect(self, tool: dict[str, Any], peers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def inspect_all(
+        self, tools: Sequence[dict[str, Any]], peers: Sequence[dict[str, Any]]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Detections per tool name. Results are cached by (full definition,
+        peer set): every session of a server sends the same tools/list again."""
         if self.detector is None:
-            return []
-        try:
-            return [_as_dict(r) for r in self.detector.inspect(tool, peers=peers)]
-        except Exception:
-            log.exception("detector failed on tool %r; treating it as clean", tool.get("name"))
-            return []
+            return {t["name"]: [] for t in tools}
+        peer_key = hashlib.sha256(
+            b"\0".join(sorted(canonical_json(p).encode() for p in peers))
+        ).digest()
+        out: dict[str, list[dict[str, Any]]] = {}
+        for tool in tools:
+            key = (hashlib.sha256(canonical_json(tool).encode()).digest(), peer_key)
+            hit = self._cache.get(key)
+            if hit is None:
+                try:
+                    hit = [_as_dict(r) for r in self.detector.inspect(tool, peers=peers)]
+                except Exception:
+                    log.exception("detector failed on tool %r; treating it as clean", tool.get("name"))
+                    hit = []
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[key] = hit
+            out[tool["name"]] = [dict(d) for d in hit]
+        return out
 
 
 class MCPService:
@@ -117,6 +138,16 @@ class MCPService:
 
     # ------------------------------------------------------------------ definitions
 
+    def _peers_of(self, server_id: str) -> list[dict[str, Any]]:
+        """Tools other servers currently list: what a description of this server
+        could shadow or impersonate. (A server's own tools referring to each
+        other, "call list_tables first", is ordinary and not shadowing.)"""
+        return [
+            {"server": e.server_id, "tool": e.definition}
+            for e in self.registry.list(include_unlisted=False)
+            if e.server_id != server_id
+        ]
+
     def register_tools(
         self,
         server_id: str,
@@ -140,12 +171,10 @@ class MCPService:
         insp = mcp.inspection
         threshold = SEVERITY_RANK[insp.detection.alert_threshold]
         src = source if source in _SOURCES else "daemon"
-        detections: dict[str, list[dict[str, Any]]] = {}
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 raise ValueError(f"tools[{i}]: must be an object with a string 'name'")
-            peers = [t for j, t in enumerate(tools) if j != i]
-            detections[tool["name"]] = self._inspector.inspect(tool, peers)
+        detections = self._inspector.inspect_all(tools, self._peers_of(server_id))
         auto_pin = insp.registry.pin_on_first_use and mcp.version_pinning.auto_trust_first
         regs = self.registry.register(
             server_id,
