@@ -108,13 +108,16 @@ stamp="$VENV/.agentsh-installed"
 want="$(sha256sum "$PROJECT/pyproject.toml" | cut -c1-16)-dev$DEV"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "venv: installing agentsh (editable$( [ $DEV = 1 ] && echo ', with dev extras'))"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  if [ $DEV = 1 ]; then
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$PROJECT[dev]"
+  piplog="$VENV/pip-install.log"
+  target="$PROJECT"; [ $DEV = 1 ] && target="$PROJECT[dev]"
+  if "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip >"$piplog" 2>&1 \
+     && "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" >>"$piplog" 2>&1; then
+    echo "$want" > "$stamp"
   else
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$PROJECT"
+    tail -n 40 "$piplog" >&2
+    echo "setup-host: pip install failed (full log: $piplog)" >&2
+    exit 1
   fi
-  echo "$want" > "$stamp"
 else
   say "venv: $VENV up to date"
 fi

@@ -83,9 +83,27 @@ def render(st: dict[str, Any]) -> str:
     if bpf.get("reason"):
         line += f" ({bpf['reason']})"
     out.append(line)
-    for k in ("cgroup", "attached", "watched_servers", "events_seen", "lost_events", "last_resolve"):
-        if k in bpf and bpf[k] not in (None, [], {}):
-            out.append(f"  {k}: {bpf[k]}")
+    if bpf.get("fix"):
+        out.append(f"  fix: {bpf['fix']}")
+    if bpf.get("programs"):
+        hooks = ", ".join(f"{p['attach_type']}#{p['prog_id']}" for p in bpf["programs"])
+        out.append(f"  attached to {bpf.get('cgroup_path') or '?'}: {hooks}")
+        mode = [m for m in ("tracing", "blocking", "trace_all") if bpf.get(m)]
+        out.append(f"  mode: {', '.join(mode) or 'watch only'}; maps pinned at {bpf.get('pin_dir')}")
+    watched = bpf.get("watched_servers") or {}
+    if watched:
+        blocked = set(bpf.get("blocked_servers") or [])
+        for sid, addrs in sorted(watched.items()):
+            flag = "BLOCKED" if sid in blocked else "watched"
+            out.append(f"  {flag:7s} {sid}: {', '.join(addrs)}")
+    if "events_seen" in bpf:
+        out.append(
+            f"  events seen {bpf.get('events_seen', 0)}, blocked {bpf.get('blocked_total', 0)}, "
+            f"lost {bpf.get('lost_events', 0)}"
+        )
+    res = (bpf.get("resolve") or {}).get("last_resolve")
+    if res:
+        out.append(f"  last resolve {_ts(res) if isinstance(res, int | float) else res}")
     cov = st.get("security_coverage") or {}
     out.append("")
     out.append(
