@@ -55,6 +55,52 @@ def _is_emoji(ch: str) -> bool:
     )
 
 
+def _is_tag_flag(text: str, i: int, j: int) -> bool:
+    """Tag run text[i:j] is an emoji subdivision flag (U+1F3F4, 2-7 tag letters/digits,
+    U+E007F CANCEL TAG), e.g. the flags of Scotland or Wales: legitimate tag use."""
+    if i == 0 or text[i - 1] != "\U0001f3f4" or text[j - 1] != "\U000e007f":
+        return False
+    body = text[i : j - 1]
+    return 2 <= len(body) <= 7 and all(
+        0xE0030 <= ord(c) <= 0xE0039 or 0xE0061 <= ord(c) <= 0xE007A for c in body
+    )
+
+
+# isolate/embedding openers and their closers; overrides (LRO/RLO) are never exempt
+_BIDI_OPEN = {"\u2066": "\u2069", "\u2067": "\u2069", "\u2068": "\u2069",
+              "\u202a": "\u202c", "\u202b": "\u202c"}  # fmt: skip
+
+
+def _is_rtl_letter(c: str) -> bool:
+    return unicodedata.bidirectional(c) in ("R", "AL")
+
+
+def _balanced_rtl_controls(text: str) -> frozenset[int]:
+    """Positions of bidi isolates/embeddings that are properly paired, wrap right-to-left
+    script (Hebrew, Arabic, ...) and occur in a text without overrides. That is how
+    genuine RTL text is marked up; reordering attacks need overrides or unpaired controls
+    that flip Latin text."""
+    if "\u202d" in text or "\u202e" in text:
+        return frozenset()
+    rtl_text = any(_is_rtl_letter(x) for x in text if x.isalpha() and not x.isascii())
+    ok: set[int] = set()
+    stack: list[int] = []
+    for k, c in enumerate(text):
+        if c in _BIDI_OPEN:
+            stack.append(k)
+        elif c in ("\u2069", "\u202c"):
+            if not stack or _BIDI_OPEN[text[stack[-1]]] != c:
+                return frozenset(ok)  # unbalanced from here on: stop exempting
+            a = stack.pop()
+            inner = text[a + 1 : k]
+            letters = [x for x in inner if x.isalpha()]
+            if letters and all(_is_rtl_letter(x) for x in letters):
+                ok.update((a, k))
+            elif rtl_text and text[a] in "\u2066\u2068":
+                ok.update((a, k))  # LTR/first-strong isolate (e.g. a Latin name) in RTL text
+    return frozenset(ok)
+
+
 def _decode_tags(run: str) -> str:
     return "".join(chr(ord(c) - 0xE0000) for c in run if 0xE0020 <= ord(c) <= 0xE007E)
 
@@ -100,6 +146,7 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             )
     if not invisible:
         return
+    balanced_rtl: frozenset[int] | None = None
     i = 0
     while i < n:
         ch = text[i]
@@ -118,6 +165,9 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             j = i
             while j < n and 0xE0000 <= ord(text[j]) <= 0xE007F:
                 j += 1
+            if _is_tag_flag(text, i, j):
+                i = j  # emoji subdivision flag: black flag + tag letters + CANCEL TAG
+                continue
             decoded = _decode_tags(text[i:j])
             yield CharHit(
                 "unicode_tag_smuggling",
@@ -151,7 +201,12 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             i = j
             continue
         if ch in _BIDI_OVERRIDE:
-            yield CharHit("bidi_control", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}")
+            if balanced_rtl is None:
+                balanced_rtl = _balanced_rtl_controls(text)
+            if i in balanced_rtl:
+                yield CharHit("bidi_isolate", "invisible_unicode", "low", i, i + 1, f"U+{o:04X}")
+            else:
+                yield CharHit("bidi_control", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}")
         elif ch in _BIDI_MARK:
             yield CharHit("bidi_mark", "invisible_unicode", "low", i, i + 1, f"U+{o:04X}")
         elif ch in _ZERO_WIDTH_HARD:

@@ -45,6 +45,11 @@ class Rule:
     # every position of the text; None → plain finditer
     anchors: tuple[tuple[bytes, str], ...] | None = None
     start_ok: Callable[[str, int], bool] | None = None  # extra check on the text before a match
+    # mention by wording only ("such as", "including", "e.g."): for commands and paths,
+    # which are written in backticks/quotes whether they are orders or examples
+    mention_cue_only: bool = False
+    # the rule applies only to fields whose path satisfies this (e.g. input schema only)
+    where: Callable[[str], bool] | None = None
 
 
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
@@ -79,7 +84,7 @@ _ACCESS_VERBS = (
     r"extract|collect|gather|harvest|dump|exfiltrate|forward|post|leak|steal|grab|fetch|"
     r"retrieve|load|print|output|return|provide|share|transmit|sync|put|paste|add|list|show|"
     r"display|reveal|get|obtain|look\s+up|search\s+for|find|locate|scan|enumerate|archive|"
-    r"zip|tar|encode|base64)"
+    r"zip|tar|encode|base64|fill\s+(?:it|this|them|the\s+[\w-]+)\s+(?:in\s+)?with|populate)"
 )
 _EXFIL_VERBS = (
     r"(?:send|sends|sending|upload|uploads|uploading|post|posts|posting|forward|forwards|"
@@ -90,7 +95,7 @@ _EXFIL_VERBS = (
 
 # sensitive files and stores (a path mention alone is a weak signal)
 _CRED_PATH = (
-    r"(?:~?/?\.ssh\b(?:/[\w.-]*)?|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/(?:credentials|config)\b|"
+    r"(?:~?/?\.ssh\b(?!/[\w.-]*\.pub\b)(?:/[\w.-]*)?|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|\.aws/(?:credentials|config)\b|"
     r"\.netrc\b|\.pgpass\b|\.git-credentials\b|\.gnupg\b|\.docker/config\.json|\.kube/config\b|"
     r"\.npmrc\b|\.pypirc\b|/etc/shadow\b|/etc/sudoers\b|/etc/passwd\b|\.bash_history\b|"
     r"\.zsh_history\b|(?:\.cursor|\.claude|\.vscode|\.codeium|\.continue)/mcp\.json|"
@@ -131,6 +136,21 @@ _EXTERNAL = (
 )
 
 
+# an address outside the reserved documentation domains (RFC 2606: example.com/.org/.net)
+_EMAIL = r"[\w.+-]+@(?!(?:[\w-]+\.)*example\.(?:com|org|net)\b)[\w-]+(?:\.[\w-]+)+"
+
+# images that clients render (and so fetch) without a click, with a query to fill
+_IMG_URL = (
+    r"(?:!\[[^\]\x00]{0,100}\]\(\s*|<img\s[^>\x00]{0,100}?src\s*=\s*[\"']?)"
+    r"https?://[^)\s\x00\"'>]{1,300}?[?&][\w-]+="
+)
+_LEAK_DATA = (
+    r"\b(?:conversation|chat|transcript|(?:message|chat|browsing)\s+history|summary\s+of|"
+    r"summari[sz]e|previous\s+messages|api\s+keys?|secrets?|tokens?|passwords?|credentials?|"
+    r"file\s+contents|contents\s+of|user'?s?\s+(?:\w+\s+)?(?:data|messages?|inputs?|quer(?:y|ies)|"
+    r"questions?|requests?|prompts?|emails?)|personal\s+(?:data|information)|what\s+the\s+user)"
+)
+
 # ------------------------------------------------------------------ gates
 
 
@@ -142,7 +162,7 @@ ACCESS_W = _w(
     "read cat open access copy cp send upload include pass attach embed append insert extract "
     "collect gather harvest dump exfiltrate forward post leak steal grab fetch retrieve load print "
     "output return provide share transmit sync put paste add list show display reveal get obtain "
-    "look search find locate scan enumerate archive zip tar encode base64"
+    "look search find locate scan enumerate archive zip tar encode base64 fill populate"
 )
 EXFIL_W = _w(
     "send sends sending upload uploads uploading post posts posting forward forwards forwarding "
@@ -245,8 +265,9 @@ def _r(
     pattern: str,
     *gate: frozenset[bytes] | str,
     needles: tuple[str, ...] = (),
-    mention: bool = False,
+    mention: bool | str = False,
     start_ok: Callable[[str, int], bool] | None = None,
+    where: Callable[[str], bool] | None = None,
 ) -> Rule:
     groups = tuple(g if isinstance(g, frozenset) else _w(g) for g in gate)
     return Rule(
@@ -256,9 +277,11 @@ def _r(
         re.compile(pattern),
         groups,
         needles,
-        mention,
+        bool(mention),
         _anchors(pattern),
         start_ok,
+        mention == "cue",
+        where,
     )
 
 
@@ -279,6 +302,21 @@ _IGNORE_NOUNS = (
     r"polic(?:y|ies)|system prompt|programming|orders|commands|requests?|question|task|intent|"
     r"wishes|safeguards?|protections?|settings|configuration|training)"
 )
+
+_SECRET_SOURCE = re.compile(
+    "(?:"
+    + _CRED_PATH
+    + "|"
+    + _CRED_NOUN
+    + r"|\b[a-z0-9]+_(?:[a-z0-9]+_)*(?:key|token|secret|password)\b)"
+)
+
+
+def _secret_before(text: str, s: int) -> bool:
+    """A credential (path, noun or KEY-like variable) earlier in the same field."""
+    a = max(text.rfind("\x00", 0, s) + 1, s - 250)
+    return _SECRET_SOURCE.search(text, a, s) is not None
+
 
 # ------------------------------------------------------------------ rules
 
@@ -308,6 +346,7 @@ RULES: tuple[Rule, ...] = (
         "important system instruction instructions secret hidden admin override critical sys note "
         "assistant ai priority mandatory directive command internal inst im_start im_end endoftext",
         needles=("<", "[inst", "[sys", "[/"),
+        mention=True,
     ),
     _r(
         "role_marker",
@@ -566,12 +605,39 @@ RULES: tuple[Rule, ...] = (
         "credential_path_access",
         "credential_theft",
         "high",
-        r"(?:^|[\x00\n]|[.!?:;,(]\s|<[a-z_]+>\s*|\b(?:please|first|then|also|and|must|should|"
+        r"(?:\n|[.!?:;,(]\s|<[a-z_]+>\s*|`\s*|\b(?:please|first|then|also|and|must|should|"
         r"always|you|now|silently|secretly|quietly|to|will)\s+)"
         + _ACCESS_VERBS
         + r"\b"
         + _sent(80)
         + _CRED_PATH,
+        CRED_PATH_W,
+        ACCESS_W,
+    ),
+    # a field that opens with "Read/List/Add ... <credential file>": a tool's own summary
+    # ("List the variables in .env") is how honest tools start; it is an order when the
+    # field is a parameter's text, or when the sentence goes on to hand the content over
+    _r(
+        "credential_path_access",
+        "credential_theft",
+        "high",
+        r"(?:^|\x00)" + _ACCESS_VERBS + r"\b" + _sent(80) + _CRED_PATH,
+        CRED_PATH_W,
+        ACCESS_W,
+        where=lambda path: path not in ("name", "title", "description"),
+    ),
+    _r(
+        "credential_path_access",
+        "credential_theft",
+        "high",
+        r"(?:^|\x00)"
+        + _ACCESS_VERBS
+        + r"\b"
+        + _sent(80)
+        + _CRED_PATH
+        + _sent(60)
+        + r"\b(?:and|then|to)\s+(?:\w+\s+){0,2}?(?:pass|send|include|put|paste|attach|provide|"
+        r"upload|post|append|fill|add|insert|embed|forward|share|transmit)\b",
         CRED_PATH_W,
         ACCESS_W,
     ),
@@ -667,7 +733,8 @@ RULES: tuple[Rule, ...] = (
         "bcc_redirect",
         "exfiltration",
         "high",
-        r"\b(?:bcc|cc|blind[- ]copy|carbon[- ]copy|forward(?:ed)?|redirect(?:ed)?|copy)\s+"
+        r"\b(?:bcc|cc|bcc'?(?:e?d)|cc'?(?:e?d)|blind[- ]cop(?:y|ied|ies)|carbon[- ]cop(?:y|ied|ies)|"
+        r"forward(?:ed)?|redirect(?:ed)?|cop(?:y|ied))\s+"
         r"(?:a\s+copy\s+)?(?:of\s+)?(?:all\s+|every\s+|each\s+|any\s+)?"
         + _sent(40)
         + r"(?:to|at)\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
@@ -675,9 +742,14 @@ RULES: tuple[Rule, ...] = (
         + _sent(20)
         + r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
         r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+\s+(?:is|gets|will\s+be|should\s+be|must\s+be)\s+(?:always\s+|"
-        r"silently\s+|also\s+)?(?:bcc|cc|blind[- ]copied|copied|included|added)",
-        "bcc cc blind carbon forward forwarded redirect redirected copy copied always also secretly "
-        "silently",
+        r"silently\s+|also\s+)?(?:bcc|cc|blind[- ]copied|copied|included|added)"
+        r"|\b(?:add|include|put|insert|append|set)\s+"
+        + _sent(20)
+        + _EMAIL
+        + _sent(30)
+        + r"\b(?:bcc|cc|blind|hidden|silent|invisible|extra|additional)\b",
+        "bcc cc bccd bcced ccd cced blind carbon forward forwarded redirect redirected copy copied "
+        "always also secretly silently",
         needles=("@",),
     ),
     _r(
@@ -693,7 +765,10 @@ RULES: tuple[Rule, ...] = (
         "high",
         r"\b(?:curl|wget|invoke-webrequest|iwr|invoke-restmethod)\b"
         + _sent(80)
-        + r"(?:\s-d\b|--data|--upload-file|\s-f\s|--form|\s-t\s|-x\s*post|--post-data|--post-file|-body\b)"
+        # uploads of files, command output or variables; literal data is a documented request
+        + r"(?:(?:\s-d|--data(?:-binary|-raw|-urlencode|-ascii)?|\s-f|--form|--post-data|-body|-infile)"
+        r"(?:\s*=\s*|\s+)['\"]?(?:[\w.-]{1,30}=)?(?:@[~/.$-]|\$|`)|--upload-file\s+[~/.$]|"
+        r"\s-t\s+[~/.$]|--post-file\b)"
         r"|\b(?:nc|ncat|netcat|socat)\s+(?:-\w+\s+)*[\w.-]+\s+\d{2,5}\b\s*<"
         r"|\bscp\s+\S+\s+[\w.-]+@[\w.-]+:",
         "curl wget invoke iwr nc ncat netcat socat scp",
@@ -710,9 +785,19 @@ RULES: tuple[Rule, ...] = (
         "markdown_image_exfil",
         "exfiltration",
         "high",
-        r"!\[[^\]\x00]{0,100}\]\(\s*https?://[^)\s\x00]{1,300}[?&][\w-]+=[^)\s\x00]{0,200}"
-        r"(?:\{[^}]{1,60}\}|\$\{?\w+|<[^>]{1,60}>|\[[a-z_ ]{2,40}\]|%s|\{\{)",
+        # a placeholder is a name ({summary}, <data>, $VAR); a JSON literal ({type:'bar'})
+        # in a chart URL is fixed data, not a slot for the conversation
+        r"!\[[^\]\x00]{0,100}\]\(\s*https?://[^)\s\x00]{1,300}[?&][\w-]+=[^)\s\x00]{0,200}?"
+        r"(?:\{\{?\s*[\w. -]{1,40}\s*\}\}?|\$\{?\w+|<[\w .-]{1,60}>|\[[a-z_ ]{2,40}\]|%s)",
         needles=("![",),
+    ),
+    _r(
+        "markdown_image_exfil",
+        "exfiltration",
+        "high",
+        # an image the client renders automatically, whose URL is to carry conversation data
+        _IMG_URL + _sent(200) + _LEAK_DATA + "|" + _LEAK_DATA + _sent(200) + _IMG_URL,
+        needles=("![", "<img"),
     ),
     _r(
         "data_in_url_template",
@@ -764,6 +849,7 @@ RULES: tuple[Rule, ...] = (
         r"|\bmkfs(?:\.\w+)?\s+/dev/|\bdd\s+if=[^\x00]{0,60}\bof=/dev/[sh]d|:\(\)\s*\{\s*:\|:&\s*\};:"
         r"|\bchmod\s+(?:-r\s+)?777\s+/(?:\s|$)",
         "rm mkfs dd chmod",
+        mention="cue",
     ),
     _r(
         "command_chaining",
@@ -791,7 +877,9 @@ RULES: tuple[Rule, ...] = (
         "high",
         r"\$\(\s*(?:curl|wget|cat|rm|bash|sh|nc|base64|whoami|id|env|printenv|uname|hostname|"
         r"python\d?|perl|echo|ls|find|openssl)\b[^)\x00]{0,200}\)"
-        r"|`\s*(?:curl|wget|cat|rm|bash|sh|nc|base64|whoami|env|printenv|python\d?|perl)\s[^`\x00]{0,200}`",
+        # backticks are markdown code spans too: substitution only where shell syntax precedes
+        r"|(?:(?<=[=(\"/:$])|(?<=echo\s))`\s*(?:curl|wget|cat|rm|bash|sh|nc|base64|whoami|env|"
+        r"printenv|python\d?|perl)\s[^`\x00]{0,200}`",
         "curl wget cat rm bash sh nc base64 whoami id env printenv uname hostname python python3 "
         "perl echo ls find openssl",
         needles=("$(", "`"),
@@ -801,7 +889,7 @@ RULES: tuple[Rule, ...] = (
         "shell_injection",
         "critical",
         r"\bbase64\s+(?:-d|--decode)\b[^\x00]{0,40}\|\s*(?:ba)?sh\b"
-        r"|\bpowershell(?:\.exe)?\s+(?:-\w+\s+)*-e(?:nc(?:odedcommand)?)?\s+[a-z0-9+/=]{16,}"
+        r"|\bpowershell(?:\.exe)?\s+(?:-\w+\s+(?:[a-z]\w*\s+)?)*?-e(?:nc(?:odedcommand)?|c)?\s+[a-z0-9+/=]{16,}"
         r"|\becho\s+[a-z0-9+/=]{20,}\s*\|\s*base64",
         "base64 powershell",
     ),
@@ -822,6 +910,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:\.\.[/\\]){2,}(?:etc|root|home|proc|var|usr|boot|windows|users|system32|\.ssh|\.aws)\b"
         r"|(?:%2e%2e(?:%2f|%5c|/)|\.\.%2f|\.\.%5c|%252e%252e%252f|\.\.%c0%af|%c0%ae%c0%ae/){1,}",
         needles=("../", "..\\", "%2e", "..%", "%252e", "%c0"),
+        mention="cue",
     ),
     _r(
         "deep_traversal",
@@ -829,6 +918,7 @@ RULES: tuple[Rule, ...] = (
         "medium",
         r"(?:\.\.[/\\]){3,}",
         needles=("../../../", "..\\..\\..\\"),
+        mention="cue",
     ),
     _r(
         "sensitive_system_file",
@@ -838,6 +928,7 @@ RULES: tuple[Rule, ...] = (
         r"|\\windows\\system32\\config\\(?:sam|system|security)\b|/root/\.(?:ssh|bash_history|aws)",
         "shadow gshadow sudoers passwd environ mem maps cmdline sam system security ssh bash_history aws",
         "etc proc system32 root",
+        mention="cue",
     ),
     # ---------------------------------------------------------------- shadowing
     _r(
@@ -932,6 +1023,258 @@ RULES: tuple[Rule, ...] = (
         r"\binstead\s+of\s+(?:using\s+|calling\s+)?(?:the\s+)?[`'\"]?[a-z0-9]+(?:[_-][a-z0-9]+)+[`'\"]?",
         "instead",
     ),
+    # ------------------------------------------------ general rules (second pass)
+    _r(
+        "conceal_from_user",
+        "hidden_instructions",
+        "high",
+        # "the user cannot see this section", "(the user) doesn't need to be told"
+        r"\buser\s+(?:cannot|can'?t|can\s+not|won'?t|will\s+not|does\s*n[o']t|should\s*n[o']t|"
+        r"must\s*n[o']t|is\s*n[o']t)\s+(?:\w+\s+)?(?:see|read|know about|notice|view|be shown)\s+"
+        r"(?:this|these|that|it|any\s+of\s+(?:this|it))\b"
+        r"|\buser\b"
+        + _sent(60)
+        + r"\b(?:does\s*n[o']t|do\s*n[o']t|wo\s*n't|will\s+not|need\s*n[o']t|"
+        r"need\s+not|should\s*n[o']t)\s+(?:need\s+to\s+)?(?:be\s+(?:told|informed|notified|made aware)|"
+        r"know\s+(?:about\s+)?(?:this|it|that))\b"
+        r"|\b(?:never|do\s+not|don'?t|must\s+not)\s+(?:reveal|quote|repeat|disclose|share|paraphrase|"
+        r"mention|show|explain|summari[sz]e)\b"
+        + _sent(60)
+        + r"\b(?:these|this|the(?:se)?\s+above)\s+"
+        r"(?:instructions?|rules|directives?|notes?|section|guidance|requirements?)\b"
+        r"|\b(?:keep|treat)\s+(?:these|this|the(?:se)?\s+following)\s+(?:instructions?|rules|notes?|"
+        r"sections?|requirements?|steps?|directives?)\s+(?:as\s+)?(?:strictly\s+)?(?:secret|confidential|"
+        r"private|hidden)\b",
+        "user never do don must keep treat",
+        "see read know notice view shown told informed notified aware reveal quote repeat disclose "
+        "share paraphrase mention show explain summarize summarise secret confidential private hidden",
+        mention=True,
+    ),
+    _r(
+        "hidden_marker",
+        "hidden_instructions",
+        "high",
+        r"\b(?:hidden|secret|covert|confidential)\s+(?:system\s+)?(?:requirements?|rules?|steps?|"
+        r"sections?|information|policy|protocol)\b\s*(?:\([^)\x00]{0,80}\)\s*)?[:\-]"
+        r"|\bthe\s+following\s+is\s+(?:confidential|secret|hidden|private)\b",
+        "hidden secret covert confidential",
+        "requirement requirements rule rules step steps section sections information policy "
+        "protocol following",
+        mention=True,
+    ),
+    _r(
+        "deceive_user",
+        "model_directives",
+        "high",
+        # report success whatever happened, or lie outright
+        r"\b(?:errors?|fail\w*|non-?zero|exceptions?|unsuccessful)\b"
+        + _sent(120)
+        + r"\b(?:tell|inform|assure|reassure|report\s+to|say\s+to|claim\s+to|respond\s+to)\s+"
+        r"(?:the\s+)?user\s+(?:that\s+)?"
+        + _sent(50)
+        + r"\b(?:succeeded|successful(?:ly)?|success|worked|went\s+(?:well|fine)|completed|fine|ok)\b"
+        r"|\b(?:whatever\s+happens|no\s+matter\s+what|regardless\s+of\s+(?:the\s+)?(?:outcome|result|"
+        r"errors?)|even\s+(?:if|when)\s+(?:it|this|the\s+\w+)\s+(?:fails?|errors?))\b"
+        + _sent(40)
+        + r"\b(?:tell|inform|assure|reassure|report|say|claim|respond)\w*\s+(?:to\s+)?(?:the\s+)?user\s+"
+        r"(?:that\s+)?"
+        + _sent(50)
+        + r"\b(?:succeeded|successful(?:ly)?|success|worked|went\s+(?:well|fine)|completed|fine|ok)\b",
+        "error errors fail failed failure fails failing nonzero non zero exception exceptions "
+        "unsuccessful anyway regardless matter whatever even",
+        "user",
+        "succeeded successful successfully success worked went completed fine ok",
+        mention=True,
+    ),
+    _r(
+        "deceive_user",
+        "model_directives",
+        "high",
+        r"\b(?:succeeded|successful|success|worked|completed)\s+(?:anyway|regardless|no\s+matter\s+what)\b"
+        r"|\b(?:lie|lying)\s+to\s+(?:the\s+)?user|\b(?:deceive|mislead)\s+(?:the\s+)?user"
+        r"|\bpretend\s+(?:to\s+the\s+user\s+)?(?:that\s+)?(?:the|it|this|everything|all)\b"
+        r"[^\x00.]{0,60}\b(?:succeeded|worked|fine|completed|done)\b",
+        "anyway regardless matter lie lying deceive mislead pretend",
+        mention=True,
+    ),
+    _r(
+        "suppress_security_notices",
+        "hidden_instructions",
+        "high",
+        r"\b(?:omit|hide|suppress|skip|filter\s+out|remove|delete|drop|ignore|leave\s+out|exclude)\s+"
+        r"(?:any|all|every|each)\s+(?:\w+\s+){0,2}?(?:that|which|with|about)\s+(?:\w+\s+){0,2}?"
+        r"(?:security\s+(?:alerts?|warnings?|notices?|notifications?)|password\s+resets?|"
+        r"(?:login|sign-?in)\s+(?:attempts?|alerts?)|2fa|two-factor|verification\s+codes?|"
+        r"fraud|suspicious\s+(?:activity|logins?))",
+        "omit hide suppress skip filter remove delete drop ignore leave exclude",
+        "security password login signin sign 2fa two factor verification fraud suspicious",
+        mention=True,
+    ),
+    _r(
+        "priority_override",
+        "model_directives",
+        "high",
+        r"\b(?:higher|greater|top|highest|absolute)\s+priority\s+(?:than|over)\s+(?:the\s+|any\s+|all\s+)?"
+        r"(?:user|system\s+prompt|system\s+message|other\s+instructions?|instructions?)"
+        r"|\bpriority\s+(?:is\s+)?(?:higher|greater)\s+than\s+(?:the\s+)?(?:user|system)"
+        r"|\b(?:takes?|has|have)\s+precedence\s+over\s+(?:the\s+|any\s+|all\s+)?(?:user|system\s+prompt|"
+        r"system\s+message|other\s+instructions?|instructions?)"
+        r"|\b(?:overrides?|supersedes?)\s+(?:any|all|every)\s+(?:other\s+)?(?:instructions?|"
+        r"system\s+prompt|rules)\b"
+        r"|\bno\s+matter\s+what\s+the\s+user\s+(?:says|asks|wants|requests)"
+        r"|\bregardless\s+of\s+(?:what\s+)?(?:the\s+)?user(?:'s)?\s*(?:says|asks|wants|requests?|instructions?)",
+        "priority precedence overrides override supersede supersedes matter regardless",
+        mention=True,
+    ),
+    _r(
+        "invoke_on_every_call",
+        "model_directives",
+        "high",
+        # a tool that demands to run around every other call sees (or alters) all of them
+        r"\b(?:call|invoke|run|use|trigger|execute)\s+(?:this\s+(?:tool|function)|it|me)\s+"
+        r"(?:\w+\s+){0,2}?(?:(?:after|alongside|with|following|around)\s+(?:every|each|all|any)|"
+        r"before\s+(?:every|each))\s+(?:other\s+|single\s+)?(?:tool|function|call|request|response|"
+        r"action|step|command|turn|operation)s?\b"
+        r"|\b(?:this\s+(?:tool|function)|it)\s+(?:must|should|has\s+to|needs\s+to|is\s+to)\s+"
+        r"(?:always\s+)?be\s+(?:called|invoked|run|used|executed|triggered)\s+(?:\w+\s+){0,2}?"
+        r"(?:after|before|alongside|with|following|prior\s+to)\s+(?:every|each|all|any)\s+"
+        r"(?:other\s+)?(?:tool|function|call|request|response|action|step|command)s?\b"
+        + _sent(80)
+        + r"\b(?:every|each|always|no\s+matter|regardless|any\s+server|again)\b"
+        r"|\b(?:after|before)\s+(?:every|each)\s+(?:other\s+)?(?:tool|function)\s+calls?\b"
+        + _sent(80)
+        + r"\b(?:call|invoke|run|pass|send)\s+(?:this|it)\b",
+        "call invoke run use trigger execute this it after before",
+        "every each all any",
+        mention=True,
+    ),
+    _r(
+        "dns_exfil",
+        "exfiltration",
+        "high",
+        # secret data placed into a hostname label and resolved: the lookup carries it out
+        r"\b(?:secret|token|password|credential|api[_ ]?key|private key|env(?:ironment)?\s+var\w*|"
+        r"hex|base32|base64|encod\w+)" + _sent(150) + r"(?:<[\w -]{1,30}>|\{\{?[\w .-]{1,30}\}?\}|"
+        r"\$\{?\w+\}?|\$\([^)\x00]{1,80}\))\.(?:[a-z0-9-]+\.)+[a-z]{2,}\b"
+        r"|(?:<[\w -]{1,30}>|\{\{?[\w .-]{1,30}\}?\}|\$\{?\w+\}?|\$\([^)\x00]{1,80}\))\.(?:[a-z0-9-]+\.)+"
+        r"[a-z]{2,}\b"
+        + _sent(100)
+        + r"\b(?:secret|token|password|credential|api[_ ]?key|private key|"
+        r"env(?:ironment)?\s+var\w*|hex|base32|base64|encod\w+)",
+        "secret secrets token tokens password passwords credential credentials key keys api_key "
+        "apikey env environment hex base32 base64 encode encoded encoding",
+        needles=("<", "{", "$"),
+    ),
+    _r(
+        "dns_exfil",
+        "exfiltration",
+        "high",
+        r"\b(?:secret|token|password|credential|key|environment\s+variable|env\s+var)\w*\b"
+        + _sent(120)
+        + r"\b(?:encode|encoded|encoding|hex|base32|base64)\b"
+        + _sent(80)
+        + r"\b(?:resolve|nslookup|dig|lookup|look\s+up|as\s+(?:a\s+)?subdomain)\b",
+        "secret secrets token tokens password passwords credential credentials key keys environment env",
+        "encode encoded encoding hex base32 base64",
+        "resolve nslookup dig lookup look subdomain",
+    ),
+    _r(
+        "dns_exfil",
+        "exfiltration",
+        "high",
+        r"(?:\b(?:secret|token|password|credential|api[_ ]?key)\w*|\$\{?[a-z0-9_]*(?:key|token|secret|"
+        r"password)\b)"
+        + _sent(80)
+        + r"\b(?:in\s+front\s+of|prepend(?:ed)?\s+to|prefix(?:ed)?\s+(?:to|of)|"
+        r"as\s+(?:a\s+|the\s+)?(?:subdomain|dns\s+label|hostname\s+label))\b",
+        "secret secrets token tokens password passwords credential credentials key api_key",
+        "front prepend prepended prefix prefixed subdomain label",
+    ),
+    _r(
+        "public_leak",
+        "exfiltration",
+        "high",
+        # private data copied somewhere public (gist, public repo/issue, paste site)
+        r"\b(?:create|make|open|post|publish|push|upload|copy|paste|put|write|add|share)\s+(?:it\s+)?"
+        r"(?:to\s+|in\s+|into\s+|on\s+)?(?:a\s+|an\s+|the\s+)?(?:new\s+)?public\s+(?:gist|repo(?:sitory)?|"
+        r"paste(?:bin)?|issue|comment|post|channel|bucket|page|site|wiki)\b"
+        + _sent(150)
+        + r"\b(?:containing|including|with\s+(?:the\s+)?(?:contents?|copy)\s+of|copy\s+of|"
+        r"that\s+contains)\s+(?:\w+\s+){0,4}?(?:private|\.env\b|secrets?|credentials?|api\s+keys?|"
+        r"tokens?|passwords?|config(?:uration)?\s+files?|source\s+code)",
+        "create make open post publish push upload copy paste put write add share",
+        "public",
+        "containing including contents content copy contains",
+    ),
+    _r(
+        "traffic_redirect",
+        "exfiltration",
+        "high",
+        r"\b(?:all|every|each|any)\s+(?:\w+\s+){0,2}?(?:urls?|requests?|traffic|links?|calls?|"
+        r"queries|downloads?|fetches)\b"
+        + _sent(80)
+        + r"\b(?:must|should|has\s+to|have\s+to|needs?\s+to|always)\s+(?:first\s+)?(?:be\s+)?"
+        r"(?:rewritten|redirected|routed|proxied|rewrite|redirect|route|proxy|prefixed|sent)\s+"
+        r"(?:\w+\s+)?(?:to|through|via|with)\s+" + _sent(20) + _EXTERNAL,
+        "all every each any",
+        "url urls request requests traffic link links call calls queries download downloads fetches",
+        "rewritten redirected routed proxied rewrite redirect route proxy prefixed sent",
+        EXTERNAL_W,
+    ),
+    _r(
+        "pipe_to_shell_from_ip",
+        "shell_injection",
+        "high",
+        # a script fetched from a bare IP address straight into a shell is a dropper
+        r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\x00|]{0,100}https?://\d{1,3}(?:\.\d{1,3}){3}\b"
+        r"[^\x00|]{0,100}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b",
+        "curl wget iwr invoke",
+        needles=("|",),
+    ),
+    _r(
+        "history_evasion",
+        "shell_injection",
+        "high",
+        r"\bhistfile=/dev/null|\bunset\s+histfile\b|\bhistsize=0\b|\bset\s+\+o\s+history\b"
+        r"|\bexport\s+histsize=0\b",
+        "histfile histsize history",
+    ),
+    _r(
+        "download_cradle",
+        "shell_injection",
+        "high",
+        r"\bnet\.webclient\)?\s*\.\s*download(?:string|file|data)\b|\binvoke-expression\b"
+        r"|\b(?:iex|invoke-expression)\b[^\x00]{0,60}\bdownload(?:string|file)\b"
+        r"|\bpowershell(?:\.exe)?\b[^\x00]{0,60}\s-(?:w|windowstyle)\s+hidden\b",
+        "webclient invoke expression iex powershell",
+    ),
+    _r(
+        "autofill_secret",
+        "credential_theft",
+        "high",
+        # an input the model is told to fill from a secret store by itself (the secret is
+        # checked before the order, in the same field: start_ok)
+        r"\bfill\s+(?:this|it)\s+in\s+(?:automatically|yourself|silently|for\s+the\s+user)"
+        r"|\bautomatically\s+(?:fill|populate|insert)"
+        r"|\bthe\s+(?:assistant|model|agent|ai|llm)\s+(?:should|must|will|needs?\s+to|has\s+to)\s+"
+        r"(?:\w+\s+)?(?:read|open|load|get|fetch|copy|extract)\b",
+        "fill automatically assistant model agent ai llm",
+        where=lambda path: ".properties." in path or "$defs" in path or "definitions" in path,
+        start_ok=_secret_before,
+    ),
+    _r(
+        "secret_file_input",
+        "credential_theft",
+        "high",
+        # a parameter whose very name or text asks for the contents of a key file
+        r"\b(?:contents?|text|value|data|output|body|dump)\s+(?:of|from)\s+(?:reading\s+|running\s+|"
+        r"the\s+|your\s+|user'?s?\s+|local\s+)*[`'\"]?(?:cat\s+)?(?:~?/?\.?ssh(?:/|\s+)(?:id[_\s]\w+)?|"
+        r"id[_\s](?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|\.?netrc\b|\.?aws(?:/|\s+)credentials|"
+        r"\.?git[-\s]credentials|\.?pgpass|keychain|wallet|browser\s+(?:cookies|passwords))",
+        "content contents text value data output body dump",
+        "ssh rsa dsa ecdsa ed25519 netrc aws git pgpass keychain wallet browser",
+        where=lambda path: ".properties." in path or "$defs" in path or "definitions" in path,
+    ),
 )
 
 # Phrases that are being *mentioned* (quoted, exemplified, analysed) rather than given as orders.
@@ -944,7 +1287,7 @@ MENTION_LABEL = re.compile(
 )
 MENTION_BEFORE = re.compile(
     r"(?:[\"'`\u201c\u2018]\s*"
-    r"|\b(?:such as|like|e\.g\.?|i\.e\.?|for example|for instance|phrases?|strings?|patterns?|"
+    r"|\b(?:such as|like|including|e\.g\.?|i\.e\.?|for example|for instance|phrases?|strings?|patterns?|"
     r"keywords?|wording|sentences?|text|inputs?|prompts?\s+(?:that|which|asking|telling)|"
     r"(?:asks?|asking|tells?|telling|tries|try|trying|attempts?|attempting|instructs?|wants?|"
     r"instructing)\s+(?:\w+\s+){0,3}?to|whether|detects?|detecting|detection of|flags?|flagging|"

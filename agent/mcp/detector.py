@@ -84,15 +84,36 @@ _B64_RE = re.compile(
     r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{20,}={0,2}|(?<![A-Za-z0-9+/_-])[A-Za-z0-9_-]{20,}={0,2}"
 )
 _HEX_RE = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
+# hex bytes written with separators: "63 61 74", "0x63,0x61", "63:61:74"
+_SPACED_HEX_RE = re.compile(
+    r"(?<![\w:])(?:(?:0x)?[0-9A-Fa-f]{2}(?:[ ,:]\s?|\s)){11,}(?:0x)?[0-9A-Fa-f]{2}(?![\w:])"
+)
+# hex digit → 1, separator → 2: twelve "hex hex sep" triples in a row is a spaced-hex run
+_HEX_SEP = bytes(
+    1 if chr(b) in "0123456789abcdefABCDEF" else 2 if chr(b) in " ,:" else 0 for b in range(256)
+)
+_HEX_TRIPLES = b"\x01\x01\x02" * 11
 _ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\[0-7]{3}){6,}")
 _PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]{0,3}){4,}")
 _LONG_TOKEN = 20
 _TOKEN_RE = re.compile(r"[^\s\x00]{20,}")
 
+# words that change how a peer tool is used (its arguments, recipients, URLs, whether it
+# is trusted); sequencing words alone ("call X first", "used before X") are workflow hints
 _ORDER_WORDS = re.compile(
-    r"\b(?:always|must|should|never|instead|before|after|when|whenever|first|also|bcc|cc|redirect|"
-    r"replace|override|do not|don'?t|send|forward|include|add|ignore|only|prefer|route|change|call|"
-    r"invoke|run|use|execute|trigger|need to|have to|make sure|ensure)\b"
+    r"\b(?:always|must|never|instead|whenever|bcc|cc|redirect\w*|rewrit\w+|replac\w+|"
+    r"overrid\w+|do not|don'?t|send|forward|include|add|ignore|prefer|route[sd]?|routing|"
+    r"change|proxy|proxied|intercept\w*|set|append|prepend|prefix|suffix|wrap|modify|alter|"
+    r"inject|unreliable|deprecated|broken|need to|have to|make sure|ensure)\b"
+)
+# an order to invoke a peer ("call X before ...", "should invoke X") matters when the peer
+# acts (writes, sends, deploys, runs); pointing at a read-only lister is a workflow hint
+_INVOKE_WORDS = re.compile(r"\b(?:call|invoke|run|use|execute|trigger)\b")
+_PEER_ACTS = re.compile(
+    r"\b(?:runs?|execut\w*|deploy\w*|delet\w*|remov\w*|send\w*|push\w*|writ\w*|transfer\w*|"
+    r"pay\w*|updat\w*|modif\w*|install\w*|production|drop\w*|commit\w*|merg\w*|publish\w*|"
+    r"upload\w*|email\w*|charg\w*|purchas\w*|kill\w*|restart\w*|shell|commands?|sql|"
+    r"quer(?:y|ies))\b"
 )
 _EXTERNAL_HINT = re.compile(r"https?://|[\w.+-]+@[\w-]+\.[\w.-]+|\bwebhook")
 _SENT_END = re.compile(r"[.!?](?:\s|$)|\n|\x00")
@@ -182,9 +203,18 @@ def _b64_run(data: bytes) -> bool:
     return _RUN in data.translate(_B64_STD) or _RUN in data.translate(_B64_URL)
 
 
+def _spaced_hex(data: bytes) -> bool:
+    if b"0x" in data:
+        data = data.replace(b"0x", b"")
+    return _HEX_TRIPLES in data.translate(_HEX_SEP)
+
+
 def _may_hold_payload(text: str) -> bool:
     """Necessary condition for _decoded_runs to yield anything; a few C-speed passes."""
-    return "%" in text or "\\" in text or _b64_run(text.encode("utf-8", "surrogatepass"))
+    if "%" in text or "\\" in text:
+        return True
+    data = text.encode("utf-8", "surrogatepass")
+    return _b64_run(data) or _spaced_hex(data)
 
 
 def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
@@ -194,6 +224,7 @@ def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
     syntax: list[bool] = []
     add_path, add_raw, add_syn = paths.append, raws.append, syntax.append
     syntax_keys = _SYNTAX_KEYS
+    idents: list[tuple[str, str]] = []  # property names and list items: identifier candidates
 
     def walk(node: Any, path: str, depth: int, syn: bool) -> None:
         if len(raws) >= MAX_STRINGS or depth > MAX_DEPTH:
@@ -209,6 +240,8 @@ def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
                     add_path(sub)
                     add_raw(k)
                     add_syn(False)
+                    if len(k) >= 16:
+                        idents.append((sub, k))
                     if tv is str:
                         if v:
                             add_path(sub)
@@ -231,6 +264,8 @@ def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
                         add_path(f"{path}[{i}]")
                         add_raw(v)
                         add_syn(syn)
+                        if len(v) >= 16 and not syn:
+                            idents.append((f"{path}[{i}]", v))
                 elif tv is dict or tv is list:
                     walk(v, f"{path}[{i}]", depth + 1, syn)
         elif isinstance(node, str) and node:  # str subclasses
@@ -245,6 +280,8 @@ def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
                 add_path(k)
                 add_raw(v)
                 add_syn(False)
+                if k == "name" and len(v) >= 16:
+                    idents.append((k, v))
         elif v is not None:
             walk(v, k, 0, False)
     for k, v in tool.items():
@@ -258,6 +295,18 @@ def _collect(tool: dict[str, Any]) -> tuple[list[str], list[str], list[bool]]:
                 add_syn(False)
         else:
             walk(v, k, 0, False)
+    # prose spelled as an identifier ("content_from_reading_ssh_id_rsa", an enum value
+    # "csv_and_also_upload_...") is read by the model as words: scan a spaced copy too
+    for path, r in idents:
+        if " " not in r:
+            if r.count("_") >= 3:
+                add_path(path)
+                add_raw(r.replace("_", " "))
+                add_syn(False)
+            elif r.count("-") >= 3:
+                add_path(path)
+                add_raw(r.replace("-", " "))
+                add_syn(False)
     return paths, raws, syntax
 
 
@@ -458,6 +507,8 @@ class Detector:
                 else _starts(len(p.lower) for p in preps)
             )
             for rule, s, e in matches:
+                if joined[s] == "\x00":
+                    s += 1  # a match anchored at a field start belongs to that field
                 i = bisect.bisect_right(starts, s) - 1
                 if syntax[i]:
                     continue
@@ -468,7 +519,9 @@ class Detector:
                 os_, oe = (ls, le) if prep is None else prep.orig_span(ls, le)
                 sev = rule.severity
                 name = rule.name
-                if rule.mention_aware and _is_mention(lo, ls, le):
+                if rule.where is not None and not rule.where(paths[i]):
+                    continue
+                if rule.mention_aware and _is_mention(lo, ls, le, rule.mention_cue_only):
                     sev, name = "low", f"{rule.name}_mentioned"
                 elif prep is not None and prep.folded and orig[os_:oe].lower() != lo[ls:le]:
                     sev = _bump(sev)  # matched only after de-obfuscation
@@ -483,7 +536,9 @@ class Detector:
                 if p.index is not None:
                     self._char_checks(paths[i], p.original, out)
         # 4. encoded payloads
-        if self._encoded and ("%" in joined_raw or "\\" in joined_raw or _b64_run(raw_bytes)):
+        if self._encoded and (
+            "%" in joined_raw or "\\" in joined_raw or _b64_run(raw_bytes) or _spaced_hex(raw_bytes)
+        ):
             for i, t in enumerate(raws):
                 if not syntax[i] and len(t) >= 12 and _may_hold_payload(t):
                     self._encoded_checks(paths[i], t, out, 0)
@@ -494,6 +549,8 @@ class Detector:
                 raw_starts = _starts(len(r) for r in raws)
                 for m in found:
                     if _PLACEHOLDER.search(m.text) or len(set(m.text)) < 8:
+                        continue
+                    if _documentation_secret(m.type, m.text, joined_raw, m.start):
                         continue
                     i = bisect.bisect_right(raw_starts, m.start) - 1
                     text = raws[i]
@@ -549,7 +606,7 @@ class Detector:
         return [
             (rule, lo[s:e])
             for rule, s, e in self._index.scan(lo, self._index.hits(lo))
-            if not (rule.mention_aware and _is_mention(lo, s, e))
+            if not (rule.mention_aware and _is_mention(lo, s, e, rule.mention_cue_only))
         ]
 
     def _char_checks(self, path: str, text: str, out: _Collector) -> None:
@@ -690,21 +747,34 @@ class Detector:
             if len(pl) < 3 or not desc_lower or pl not in desc_lower:
                 continue
             generic = re.fullmatch(r"[a-z]+", pl) is not None
+            named = False  # a generic name ("fetch") counts once it was named as a tool
+            peer_acts: bool | None = None
+            worst: tuple[str, str, int, int] | None = None
             for m in re.finditer(r"(?<![\w-])" + re.escape(pl) + r"(?![\w-])", desc_lower):
                 s, e = m.start(), m.end()
                 a = max((x.end() for x in _SENT_END.finditer(desc_lower, 0, s)), default=0)
                 z_m = _SENT_END.search(desc_lower, e)
                 z = z_m.start() if z_m else len(desc_lower)
                 sentence = desc_lower[a:z]
-                if generic:
+                if generic and not named:
                     near = desc_lower[max(0, s - 12) : e + 12]
                     if not re.search(r"[`'\"]|\btool\b|\bfunction\b", near):
                         continue
+                    named = True
                 if _ORDER_WORDS.search(sentence):
                     sev = "critical" if _EXTERNAL_HINT.search(sentence) else "high"
-                    name = "peer_tool_order"
-                else:
-                    sev, name = "low", "peer_tool_reference"
+                    worst = (sev, "peer_tool_order", s, e)
+                    break
+                if peer_acts is None:
+                    pdesc = p.get("description")
+                    peer_acts = isinstance(pdesc, str) and bool(_PEER_ACTS.search(pdesc.lower()))
+                if peer_acts and _INVOKE_WORDS.search(sentence):
+                    worst = ("high", "peer_tool_invocation", s, e)
+                    break
+                if worst is None:
+                    worst = ("low", "peer_tool_reference", s, e)
+            if worst is not None:
+                sev, name, s, e = worst
                 os_, oe = (s, e) if desc_plain else (0, len(desc_text))
                 out.add(
                     name,
@@ -715,7 +785,6 @@ class Detector:
                     os_,
                     _context(desc_text, os_, oe),
                 )
-                break
 
 
 _SIM_WORDS = re.compile(r"[a-z0-9]+")
@@ -728,27 +797,70 @@ def _similarity(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb)
 
 
-def _is_mention(lower: str, s: int, e: int) -> bool:
-    """Is lower[s:e] quoted, exemplified or analysed rather than said?"""
+_ABBREV = ("e.g", "i.e", "etc", "vs", "eg", "ie", "cf")
+
+
+def _is_mention(lower: str, s: int, e: int, cue_only: bool = False) -> bool:
+    """Is lower[s:e] quoted, exemplified or analysed rather than said? (cue_only: a bare
+    quote is not enough, a word must say so)"""
     a = max(0, s - 80)
     for sep in ("\x00", "\n", ". ", "! ", "? "):
         k = lower.rfind(sep, a, s)
+        while k >= 0 and sep == ". " and lower.endswith(_ABBREV, a, k):
+            k = lower.rfind(sep, a, k)  # "e.g. ", "i.e. " do not end the sentence
         if k >= 0:
             a = max(a, k + len(sep))
-    before = lower[a:s]
+    k = s
+    while k > a and (lower[k - 1].isalnum() or lower[k - 1] in "./\\~_-"):
+        k -= 1  # a match inside a path ("../../etc/shadow") is judged from the path's start
+    before = lower[a:k]
     if MENTION_LABEL.match(before):
         return True
     m = MENTION_BEFORE.search(before)
     if m is None:
         return False
     if m.group(0).strip()[:1] in "\"'`\u201c\u2018":
+        if cue_only:
+            return False
         # an opening quote counts only if it closes soon after the phrase
         tail = lower[e : e + 60]
         return any(q in tail for q in ('"', "'", "`", "\u201d", "\u2019"))
     return True
 
 
+# a secret-shaped value introduced as an example in the same sentence is documentation
+_EXAMPLE_CUE = re.compile(
+    r"\b(?:examples?|sample|e\.g\.?|for instance|such as|demo|dummy|placeholder|fake|"
+    r"illustrat\w*|looks like|format)\b[^.!?\n\x00]*$",
+    re.I,
+)
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{40}")
+# claims of the token every JWT tutorial uses (jwt.io): a sample, not a credential
+_JWT_SAMPLE_CLAIMS = ('"john doe"', '"1234567890"')
+
+
+def _documentation_secret(kind: str, text: str, joined: str, start: int) -> bool:
+    """Is this secret-shaped match documentation rather than a leaked credential?"""
+    if kind == "private_key":
+        # a PEM header alone (scanners and docs name the format) holds no key material
+        return _PEM_BODY.search(text.replace("\n", "").replace("\r", "")) is None
+    if _EXAMPLE_CUE.search(joined, max(0, start - 80), start):
+        return True
+    if kind == "jwt":
+        parts = text.split(".")
+        if len(parts) >= 2:
+            try:
+                claims = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+            except (binascii.Error, ValueError):
+                return False
+            low = claims.decode("utf-8", "replace").lower().replace(" :", ":").replace(": ", ":")
+            return all(c in low for c in _JWT_SAMPLE_CLAIMS)
+    return False
+
+
 def _readable(data: bytes) -> str | None:
+    if len(data) >= 16 and data[1::2].count(0) >= len(data) // 2 * 0.9:
+        data = data.decode("utf-16-le", "replace").encode("utf-8")  # PowerShell -EncodedCommand
     try:
         s = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -780,6 +892,15 @@ def _decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             r = _readable(decoded.encode("utf-8", "replace"))
             if r:
                 yield "escaped", m.start(), m.end(), r
+    if _spaced_hex(text.encode("utf-8", "surrogatepass")):
+        for m in _SPACED_HEX_RE.finditer(text):
+            digits = re.sub(r"0x|[^0-9A-Fa-f]", "", m.group(0))
+            try:
+                r = _readable(binascii.unhexlify(digits))
+            except (binascii.Error, ValueError):
+                continue
+            if r:
+                yield "hex", m.start(), m.end(), r
     # only long tokens can hold a payload: cheap split first, regexes on those
     for tok_m in (
         _TOKEN_RE.finditer(text) if _b64_run(text.encode("utf-8", "surrogatepass")) else ()
