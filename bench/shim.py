@@ -2,8 +2,10 @@
 
 The server is tests/mcp_servers/echo_server.py (raw JSON-RPC, cached replies,
 never the bottleneck); the client writes requests to raw pipes and reads
-replies up to the newline without parsing them. Each scenario alternates
-rounds direct / shim so machine noise hits both alike. Printed:
+replies up to the newline without parsing them. Each round keeps one direct
+and one shim connection open and alternates blocks of 10 ping-pongs between
+them (then pipelined runs, direct then shim), so machine noise hits both
+alike. Printed:
 
 - added latency per request/response pair (p50/p90/p99 of shim minus the
   direct percentile) for small requests that are not tools/call (pure relay),
@@ -35,6 +37,8 @@ AGENTSHD = str(BIN / "agentshd")
 SERVER = [sys.executable, str(REPO / "tests" / "mcp_servers" / "echo_server.py")]
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 MB = 1024 * 1024
+BLOCK = 10
+"""Ping-pongs per turn when direct and shim alternate."""
 
 
 class Conn:
@@ -165,14 +169,21 @@ def scenario(
     lat: dict[str, list[float]] = {"direct": [], "shim": []}
     tput: dict[tuple[str, int], list[float]] = {}
     for _ in range(rounds):
-        for kind in ("direct", "shim"):
-            argv = SERVER if kind == "direct" else [SHIM, "--", *SERVER]
-            c = Conn(argv, direct_env if kind == "direct" else shim_env)
+        conns = {"direct": Conn(SERVER, direct_env), "shim": Conn([SHIM, "--", *SERVER], shim_env)}
+        for c in conns.values():
             handshake(c)
             pingpong(c, make, max(5, n // 10))  # warm-up
-            lat[kind] += pingpong(c, make, n)
-            for w in windows:
-                tput.setdefault((kind, w), []).append(pipelined(c, make, n_pipe, w))
+        # ping-pong in small blocks, alternating (and swapping who goes first), so
+        # a burst of load from elsewhere on the machine hits both sides alike
+        order = ["direct", "shim"]
+        for b in range(0, n, BLOCK):
+            for kind in order:
+                lat[kind] += pingpong(conns[kind], make, min(BLOCK, n - b))
+            order.reverse()
+        for w in windows:
+            for kind in ("direct", "shim"):
+                tput.setdefault((kind, w), []).append(pipelined(conns[kind], make, n_pipe, w))
+        for c in conns.values():
             c.close()
     d50, s50 = pct(lat["direct"], 50), pct(lat["shim"], 50)
     print(f"\n== {name}  ({rounds} rounds x {n} ping-pong, pipelined {n_pipe} msgs)")

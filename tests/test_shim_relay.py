@@ -301,3 +301,88 @@ def test_hidden_tool_is_removed_from_a_held_list_response_keeping_the_id() -> No
                                  "result": {"tools": [{"name": "ls"}], "nextCursor": "p2"}}
     # an unrelated response with the same shape but no pending request is left alone
     assert insp.server_line(resp) is None
+
+
+# --------------------------------------------------------------------------- stdout kinds
+# The server -> client direction splices when stdout is a pipe or a socket and
+# falls back to read+write otherwise; both must stay byte-exact.
+
+BIG_MIXED = (
+    b"plain text, not JSON\n"
+    + orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"blob": "y" * (3 * 1024 * 1024)}})
+    + b"\n\x00\xff junk\n"
+    + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    + b"last line without newline"
+)
+
+
+def test_real_shim_relays_byte_exact_to_a_regular_file(shim_env: dict[str, str], tmp_path: Path) -> None:
+    target = tmp_path / "out.bin"
+    with target.open("wb") as f:
+        r = subprocess.run([SHIM, "--", "cat"], input=BIG_MIXED, stdout=f, env=shim_env, timeout=60)
+    assert r.returncode == 0
+    assert target.read_bytes() == BIG_MIXED
+
+
+def test_real_shim_relays_to_a_slow_non_blocking_socket(shim_env: dict[str, str]) -> None:
+    """Node clients (libuv) give children socketpairs; the shim's end may be non-blocking."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)  # the description the shim inherits is O_NONBLOCK
+    p = subprocess.Popen([SHIM, "--", "cat"], stdin=subprocess.PIPE, stdout=theirs.fileno(), env=shim_env)
+    theirs.close()
+    got = bytearray()
+
+    def slow_reader() -> None:
+        time.sleep(0.5)  # let the socket buffer fill: the shim must wait, not fail
+        while chunk := ours.recv(1 << 20):
+            got.extend(chunk)
+
+    t = threading.Thread(target=slow_reader, daemon=True)
+    t.start()
+    assert p.stdin is not None
+    p.stdin.write(BIG_MIXED)
+    p.stdin.close()
+    assert p.wait(60) == 0
+    t.join(30)
+    ours.close()
+    assert bytes(got) == BIG_MIXED
+
+
+def test_blocked_call_error_waits_for_the_end_of_a_server_line_in_flight() -> None:
+    insp = MessageInspector(DenyNamed("rm"))
+    stats = RelayStats()
+    c_in_r, c_in_w = os.pipe()
+    s_in_r, s_in_w = os.pipe()
+    s_out_r, s_out_w = os.pipe()
+    c_out_r, c_out_w = os.pipe()
+    out = Output(c_out_w)
+    tc = threading.Thread(target=pump_client, args=(c_in_r, s_in_w, out, insp, stats, lambda: None))
+    ts = threading.Thread(target=pump_server, args=(s_out_r, out, insp, stats))
+    tc.start()
+    ts.start()
+    first, rest = b'{"jsonrpc":"2.0","id":9,"result":{"text":"', b'abc"}}\n'
+    os.write(s_out_w, first)
+    got = b""
+    while len(got) < len(first):
+        got += os.read(c_out_r, 1 << 16)
+    assert got == first
+    os.write(c_in_w, b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm"}}\n')
+    deadline = time.monotonic() + 10
+    while stats.client_lines < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    os.write(s_out_w, rest)
+    os.close(s_out_w)
+    os.close(c_in_w)
+    ts.join(30)
+    tc.join(30)
+    os.close(c_out_w)
+    while chunk := os.read(c_out_r, 1 << 16):
+        got += chunk
+    for fd in (c_in_r, s_in_r, s_in_w, s_out_r, c_out_r):
+        os.close(fd)
+    line, error, tail = got.split(b"\n")
+    assert line + b"\n" == first + rest and tail == b""
+    assert orjson.loads(error)["id"] == 1 and "rm" in orjson.loads(error)["error"]["message"]
