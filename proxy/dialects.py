@@ -37,20 +37,28 @@ class Route:
     provider: Provider
     dialect: Dialect | None
     """None: pass-through path (not inspected)."""
-    upstream_url: str
+    base_url: str
+    """The provider's configured base URL."""
+    target: str
+    """Path and query as the client sent them (appended to the base URL's path)."""
+
+    @property
+    def upstream_url(self) -> str:
+        return self.base_url + self.target
 
 
-def route(method: str, path: str, query: str, headers: object, cfg: ProxyConfig) -> Route:
-    """Map an incoming request to its upstream and dialect."""
-    hit = _DIALECT_PATHS.get(path.rstrip("/")) if method == "POST" else None
+def route(method: str, path: str, target: str, headers: object, cfg: ProxyConfig) -> Route:
+    """Map an incoming request (``target``: its raw path and query) to its upstream and dialect."""
+    hit = _DIALECT_PATHS.get(path) if method == "POST" else None
+    if hit is None and method == "POST" and path.endswith("/"):
+        hit = _DIALECT_PATHS.get(path.rstrip("/"))
     if hit is not None:
         provider, dialect = hit
     else:
         dialect = None
         provider = _provider_from_headers(headers)
     base = cfg.providers.anthropic.base_url if provider == "anthropic" else cfg.providers.openai.base_url
-    url = base + path + (("?" + query) if query else "")
-    return Route(provider, dialect, url)
+    return Route(provider, dialect, base, target)
 
 
 def _provider_from_headers(headers: object) -> Provider:

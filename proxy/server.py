@@ -1,10 +1,15 @@
 """The LLM proxy's HTTP server: one handler for every path.
 
 Per request: read the body, redact it (embedded mode, dialect paths), send it
-upstream over a pooled keep-alive session, then either relay the SSE stream
-through the interceptor or rewrite the buffered JSON, and finally emit one
-``llm_request`` summary. Unknown paths are relayed unchanged (streaming-safe,
-compressed bytes untouched).
+upstream over a pooled keep-alive connection (``upstream.UpstreamPool``), then
+either relay the SSE stream through the interceptor or rewrite the buffered
+JSON, and finally emit one ``llm_request`` summary. Unknown paths are relayed
+unchanged (streaming-safe, compressed bytes untouched).
+
+The server is aiohttp's low-level ``web.Server`` (one handler for every path:
+no router, no middleware chain), and the per-request path does no work it can
+skip: headers go from the client's raw bytes straight into the upstream's
+header block, a response that cannot hold a tool call is never parsed.
 """
 
 from __future__ import annotations
@@ -20,8 +25,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from agentsh.agent.mcp.types import Decision
 from agentsh.agent.policy.schema import Policy
@@ -29,9 +33,14 @@ from agentsh.proxy.bodystore import BodyStore, bodies_path
 from agentsh.proxy.decider import Decider, NameGate, ToolJudge
 from agentsh.proxy.dialects import NEEDLES, Route, UsageScan, error_body, route
 from agentsh.proxy.dlp import BodyRedactor
-from agentsh.proxy.headers import client_response_headers, upstream_request_headers
+from agentsh.proxy.headers import (
+    SERVER_DECODED_ENCODINGS,
+    client_response_headers,
+    upstream_header_block,
+)
 from agentsh.proxy.rewrite import rewrite
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
+from agentsh.proxy.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 
 log = logging.getLogger("agentsh.proxy")
 
@@ -65,6 +74,21 @@ def _decode(raw: bytes, enc: str) -> bytes | None:
     return None
 
 
+async def _expect(request: web.BaseRequest, expect: str) -> None:
+    """What aiohttp's router does for ``Expect`` (RFC 9110 §10.1.1)."""
+    if request.version != HttpVersion11:
+        return
+    if expect.lower() != "100-continue":
+        raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the interim response is not part of the body
+
+
+def _decoded_by_server(headers: Any) -> bool:
+    enc = headers.get("Content-Encoding")
+    return enc is not None and enc.lower() in SERVER_DECODED_ENCODINGS
+
+
 def _stream_decoder(enc: str) -> Any:
     if enc in ("gzip", "x-gzip", "deflate"):
         return zlib.decompressobj(zlib.MAX_WBITS | 32)  # auto-detect gzip/zlib header
@@ -85,8 +109,8 @@ class ProxyServer:
         self.sink = sink
         self.judge = ToolJudge(decider, self.gate, sink.emit)
         self.state_dir = Path(state_dir) if state_dir is not None else Path(policy.daemon.state_dir)
-        self.session: aiohttp.ClientSession | None = None
-        self._runner: web.AppRunner | None = None
+        self.pool: UpstreamPool | None = None
+        self._runner: web.ServerRunner | None = None
         self.bodystore: BodyStore | None = None
         self.redactor: BodyRedactor | None = None
         self._rid_prefix = secrets.token_hex(8)  # unique per process; a counter within it
@@ -100,6 +124,8 @@ class ProxyServer:
         """Apply a (re)loaded policy; the listen address is fixed for the process."""
         self.policy = policy
         self.cfg = policy.proxy
+        if self.pool is not None:
+            self.pool.read_timeout = self.cfg.upstream_timeout_seconds
         if self.gate.version is None:  # no daemon snapshot: the policy's own setting
             self.gate.fail_closed = policy.mcp.fail_closed
         mode = self.cfg.mode
@@ -119,26 +145,24 @@ class ProxyServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def make_app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        return app
+    def make_server(self) -> web.Server:
+        loop = asyncio.get_running_loop()
 
-    def _make_session(self) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=512, keepalive_timeout=60, ttl_dns_cache=300),
-            timeout=aiohttp.ClientTimeout(
-                total=None, connect=30, sock_read=self.cfg.upstream_timeout_seconds
-            ),
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),  # never share one client's cookies with another
-            trust_env=False,
+        def request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+            return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=MAX_REQUEST_BYTES)
+
+        return web.Server(self.handle, request_factory=request_factory, handler_cancellation=True, access_log=None)
+
+    def _make_pool(self) -> UpstreamPool:
+        # No cookie jar (one client's cookies never reach another), no proxy env, no redirects.
+        return UpstreamPool(
+            limit=512, keepalive_timeout=60, connect_timeout=30, read_timeout=self.cfg.upstream_timeout_seconds
         )
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> int:
         """Serve; returns the bound port."""
-        self.session = self._make_session()
-        self._runner = web.AppRunner(self.make_app(), handler_cancellation=True, access_log=None)
+        self.pool = self._make_pool()
+        self._runner = web.ServerRunner(self.make_server(), access_log=None)
         await self._runner.setup()
         site: web.BaseSite
         if sock is not None:
@@ -154,9 +178,9 @@ class ProxyServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
+        if self.pool is not None:
+            await self.pool.close()
+            self.pool = None
         if self.bodystore is not None:
             self.bodystore.close()
 
@@ -176,49 +200,54 @@ class ProxyServer:
             status=status, body=error_body(rt.provider, status, message), content_type="application/json"
         )
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        if request.path == HEALTH_PATH and request.method == "GET":
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        path = request.path
+        method = request.method
+        if path == HEALTH_PATH and method == "GET":
             return web.json_response({"ok": True, **self.stats()})
         t0 = time.perf_counter()
         self._seq += 1
         rid = f"req_{self._rid_prefix}{self._seq:08x}"
         cfg = self.cfg
         self.counts["requests"] += 1
+        headers = request.headers
+        if "Expect" in headers:  # the low-level server has no router to answer it (curl sends it for big bodies)
+            await _expect(request, headers["Expect"])
         body = await request.read()
-        rt = route(request.method, request.path, request.query_string, request.headers, cfg)
+        target = request.raw_path
+        if not target.startswith("/"):  # absolute-form request target
+            target = request.rel_url.raw_path_qs
+        rt = route(method, path, target, headers, cfg)
         send_body, redactions = body, {}
         if rt.dialect is not None and self.redactor is not None and body:
             send_body, redactions = self.redactor.redact_body(body)
         st = _ReqState()
-
-        async def judge(name: str, call_id: str, args: Any) -> Decision | None:
-            return await self.judge.judge(
-                name=name, call_id=call_id, arguments=args, request_id=rid, dialect=rt.dialect or ""
-            )
-
         try:
-            assert self.session is not None
+            pool = self.pool
+            assert pool is not None
             try:
-                up = await self.session.request(
-                    request.method,
-                    rt.upstream_url,
-                    data=send_body if send_body else None,
-                    headers=upstream_request_headers(request.headers, identity=rt.dialect is not None),
-                    allow_redirects=False,
+                header_block = upstream_header_block(
+                    request.raw_headers,
+                    identity=rt.dialect is not None,
+                    body_decoded=_decoded_by_server(headers),
                 )
+                up = await pool.request(pool.origin(rt.base_url), method, rt.target, header_block, send_body)
             except TimeoutError:
                 st.status, st.error = 504, "upstream timed out"
                 return self._error(rt, 504, f"agentsh proxy: upstream {rt.provider} timed out")
-            except (aiohttp.ClientError, OSError) as e:
-                st.status, st.error = 502, f"upstream unreachable: {e.__class__.__name__}"
-                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} unreachable ({e.__class__.__name__})")
+            except (UpstreamError, ValueError) as e:
+                st.status, st.error = 502, f"upstream unreachable: {e}"
+                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} unreachable ({e})")
+            except asyncio.CancelledError:
+                st.error = "client disconnected"
+                raise
             st.status = up.status
             try:
-                if "text/event-stream" in up.headers.get("Content-Type", ""):
+                if "text/event-stream" in up.get("content-type"):
                     st.streaming = True
                     self.counts["streams"] += 1
-                    return await self._relay_stream(request, rt, up, judge, st)
-                return await self._relay_buffered(rt, up, judge, st)
+                    return await self._relay_stream(request, rt, up, rid, st)
+                return await self._relay_buffered(rt, up, rid, st)
             except asyncio.CancelledError:  # the client went away (handler cancellation)
                 st.error = st.error or "client disconnected"
                 up.close()
@@ -226,15 +255,24 @@ class ProxyServer:
             finally:
                 up.release()
         finally:
-            self._finish(request, rt, rid, t0, body, send_body, redactions, st)
+            self._finish(path, rt, rid, t0, body, send_body, redactions, st)
 
-    async def _relay_buffered(self, rt: Route, up: aiohttp.ClientResponse, judge: Any, st: _ReqState) -> web.Response:
+    def _judge(self, rid: str, dialect: str) -> Any:
+        """The per-request decision callback (built only when a tool call may be judged)."""
+        tj = self.judge
+
+        async def judge(name: str, call_id: str, args: Any) -> Decision | None:
+            return await tj.judge(name=name, call_id=call_id, arguments=args, request_id=rid, dialect=dialect)
+
+        return judge
+
+    async def _relay_buffered(self, rt: Route, up: UpstreamResponse, rid: str, st: _ReqState) -> web.Response:
         try:
             raw = await up.read()
-        except (TimeoutError, aiohttp.ClientError, OSError) as e:
+        except (TimeoutError, UpstreamError) as e:
             st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
             return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
-        enc = up.headers.get("Content-Encoding", "").strip().lower()
+        enc = up.get("content-encoding").strip().lower()
         out, drop_enc = raw, False
         if rt.dialect is not None and up.status == 200 and raw:
             plain = _decode(raw, enc)
@@ -243,8 +281,9 @@ class ProxyServer:
             else:
                 out, drop_enc = plain, enc not in ("", "identity")
                 st.usage.scan(plain)
+                # a body without the dialect's marker cannot hold a tool call: never parsed
                 if not self.gate.plain_copy and any(n in plain for n in NEEDLES[rt.dialect]):
-                    res = await rewrite(rt.dialect, plain, judge)
+                    res = await rewrite(rt.dialect, plain, self._judge(rid, rt.dialect))
                     st.c.tool_calls += res.tool_calls
                     st.c.blocked += res.blocked
                     if res.body is not None:
@@ -256,22 +295,22 @@ class ProxyServer:
             st.stored = [out]
         return web.Response(
             status=up.status,
-            reason=up.reason,
+            reason=up.reason or None,
             body=out,
-            headers=client_response_headers(up.headers, drop_encoding=drop_enc),
+            headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=drop_enc),
         )
 
     async def _relay_stream(
-        self, request: web.Request, rt: Route, up: aiohttp.ClientResponse, judge: Any, st: _ReqState
+        self, request: web.BaseRequest, rt: Route, up: UpstreamResponse, rid: str, st: _ReqState
     ) -> web.StreamResponse:
-        enc = up.headers.get("Content-Encoding", "").strip().lower()
+        enc = up.get("content-encoding").strip().lower()
         decoder = _stream_decoder(enc) if rt.dialect is not None else None
         resp = web.StreamResponse(
             status=up.status,
-            reason=up.reason,
-            headers=client_response_headers(up.headers, drop_encoding=decoder is not None),
+            reason=up.reason or None,
+            headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=decoder is not None),
         )
-        await resp.prepare(request)
+        await resp.prepare(request)  # the head goes out with the first body bytes, in one packet
         stored = [] if self.bodystore is not None else None
         st.stored = stored
 
@@ -290,18 +329,18 @@ class ProxyServer:
             and not self.gate.plain_copy
             and (enc in ("", "identity") or decoder is not None)
         )
-        interceptor = INTERCEPTORS[rt.dialect](judge, st.c) if inspect and rt.dialect else None
+        interceptor = INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect), st.c) if inspect and rt.dialect else None
         relay = SSERelay(interceptor, write, self.cfg.max_sse_line_bytes, st.usage if rt.dialect else None)
         try:
             try:
-                async for chunk in up.content.iter_any():
+                async for chunk in up.iter_chunks():
                     if decoder is not None:
                         chunk = decoder.decompress(chunk)
                         if not chunk:
                             continue
                     await relay.feed(chunk)
                 await relay.finish()
-            except (TimeoutError, aiohttp.ClientError, OSError, zlib.error) as e:
+            except (TimeoutError, UpstreamError, zlib.error) as e:
                 # upstream dropped mid-stream: pass what we have, end the client stream cleanly
                 st.error = f"upstream stream ended early: {e.__class__.__name__}"
                 await relay.finish()
@@ -316,7 +355,7 @@ class ProxyServer:
 
     def _finish(
         self,
-        request: web.Request,
+        path: str,
         rt: Route,
         rid: str,
         t0: float,
@@ -338,7 +377,7 @@ class ProxyServer:
                 "provider": rt.provider,
                 "dialect": rt.dialect,
                 "model": st.usage.model,
-                "path": request.path,
+                "path": path,
                 "status": st.status,
                 "streaming": st.streaming,
                 "input_tokens": st.usage.input,
@@ -357,7 +396,7 @@ class ProxyServer:
             self.bodystore.write(
                 request_id=rid,
                 provider=rt.provider,
-                path=request.path,
+                path=path,
                 status=st.status,
                 request=sent,
                 response=b"".join(st.stored),

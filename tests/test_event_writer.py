@@ -116,7 +116,11 @@ def _sample_value(ann: Any) -> Any:
         return {"k": _sample_value(args[1])}
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return ann(
-            **{k: _sample_value(f.annotation) for k, f in ann.model_fields.items() if f.is_required()}
+            **{
+                k: _sample_value(f.annotation)
+                for k, f in ann.model_fields.items()
+                if f.is_required()
+            }
         )
     return {str: "v", int: 3, float: 1.5, bool: True}.get(ann, {"any": [1, None]})
 
@@ -183,9 +187,12 @@ async def test_rotation_and_external_reopen_under_concurrent_writers_split_no_li
     n = 3000
     emitted: list[str] = []
     done = threading.Event()
+    moves = [0]
 
     def producer(t: int) -> None:
         for i in range(n):
+            if i % 500 == 0:  # make sure the mover really works while we write
+                wait_for(lambda i=i: moves[0] >= i // 500)
             ev = call(i, f"t{t}")
             assert w.emit(ev)
             emitted.append(ev.id)
@@ -199,10 +206,13 @@ async def test_rotation_and_external_reopen_under_concurrent_writers_split_no_li
             except FileNotFoundError:
                 pass
             w.request_reopen()
+            moves[0] += 1
             time.sleep(0.03)
 
     async def task(t: int) -> None:
         for i in range(n):
+            while moves[0] < i // 500:
+                await asyncio.sleep(0.001)
             ev = call(i, f"a{t}")
             assert w.emit(ev)
             emitted.append(ev.id)
@@ -226,7 +236,7 @@ async def test_rotation_and_external_reopen_under_concurrent_writers_split_no_li
     producer_ids = [d["id"] for d in records if d["type"] == "mcp_tool_called"]
     assert sorted(producer_ids) == sorted(emitted) and len(emitted) == 5 * n
     st = w.stats()
-    assert st["rotations"] > 5 and st["reopens"] > 5, st
+    assert st["rotations"] > 5 and st["reopens"] >= 5, st
     rotated = Counter(d["reason"] for d in records if d["type"] == "events_rotated")
     assert rotated == {"size": st["rotations"], "reopen": st["reopens"]}
     assert st["written"] == 5 * n and st["dropped"] == 0 and st["last_error"] is None

@@ -179,6 +179,16 @@ def _open_follower(path: str) -> _Follower | None:
         return None
 
 
+def _head(fd: int) -> bytes:
+    """A file's first line (at most 512 bytes): with the inode, its identity across renames."""
+    try:
+        data = os.pread(fd, 512, 0)
+    except OSError:
+        return b""
+    nl = data.find(b"\n")
+    return data[: nl + 1] if nl >= 0 else data
+
+
 def _follow(
     path: str,
     keep: _Filter,
@@ -186,9 +196,23 @@ def _follow(
     poll_interval: float,
     stop: threading.Event | None,
 ) -> Iterator[dict[str, Any]]:
+    seen: dict[tuple[int, int], bytes] = {}  # files already read (or history at start)
+
+    def remember(fo: _Follower) -> None:
+        seen[fo.ino] = _head(fo.f.fileno())
+        while len(seen) > 10000:
+            del seen[next(iter(seen))]
+
+    for rp in rotated_files(path):  # history is not replayed
+        fo = _open_follower(rp)
+        if fo is not None:
+            remember(fo)
+            fo.f.close()
     cur = _open_follower(path)
-    if cur is not None and from_end:
-        cur.f.seek(0, os.SEEK_END)
+    if cur is not None:
+        remember(cur)
+        if from_end:
+            cur.f.seek(0, os.SEEK_END)
     old: list[_Follower] = []  # rotated-away files still read for a grace period
     try:
         while stop is None or not stop.is_set():
@@ -217,8 +241,16 @@ def _follow(
                 if cur is not None:
                     cur.left_at = now
                     old.append(cur)
-                    old.extend(_skipped_rotations(path, cur.ino, now))
+                for fo in old:
+                    remember(fo)  # their first lines may have arrived since
+                known = dict(seen)
                 cur = _open_follower(path)
+                skip = {cur.ino} if cur is not None else set()
+                old.extend(_unseen_rotations(path, known, skip, now))
+                for fo in old:
+                    remember(fo)
+                if cur is not None:
+                    remember(cur)
                 continue  # read the new file at once
             for fo in [fo for fo in old if now - (fo.left_at or now) > _OLD_FILE_GRACE]:
                 old.remove(fo)
@@ -235,26 +267,39 @@ def _follow(
                 fo.f.close()
 
 
-def _skipped_rotations(path: str, ino: tuple[int, int], now: float) -> list[_Follower]:
-    """Files rotated in between two polls: ``path.k-1`` … ``path.1`` if ours became ``path.k``."""
-    between: list[str] = []
-    i = 1
-    while True:
-        try:
-            st = os.stat(f"{path}.{i}")
-        except FileNotFoundError:
-            return []  # ours was moved elsewhere (external rotation): nothing in between
-        if (st.st_dev, st.st_ino) == ino:
-            break
-        between.append(f"{path}.{i}")
-        i += 1
-    out = []
-    for p in reversed(between):  # oldest first
-        fo = _open_follower(p)
-        if fo is not None:
+def _unseen_rotations(
+    path: str, known: dict[tuple[int, int], bytes], skip: set[tuple[int, int]], now: float
+) -> list[_Follower]:
+    """Files rotated away between two polls: ``path.1`` … up to a file already read.
+
+    The writer's size rotation can rename several files between two polls, and
+    an external mover can take the file we read while the next one is already
+    rotated. Walk ``path.1``, ``path.2`` … until a known file (same inode and
+    first line); since the chain can shift while we walk it, walk again until
+    nothing new turns up, then read the new ones oldest (least recently
+    written) first.
+    """
+    found: dict[tuple[int, int], tuple[int, _Follower]] = {}
+    for _ in range(5):
+        new = 0
+        i = 1
+        while True:
+            fo = _open_follower(f"{path}.{i}")
+            if fo is None:
+                break
+            if known.get(fo.ino) == _head(fo.f.fileno()):
+                fo.f.close()
+                break
+            i += 1
+            if fo.ino in skip or fo.ino in found:
+                fo.f.close()
+                continue
             fo.left_at = now
-            out.append(fo)
-    return out
+            found[fo.ino] = (os.fstat(fo.f.fileno()).st_mtime_ns, fo)
+            new += 1
+        if not new:
+            break
+    return [fo for _m, fo in sorted(found.values(), key=lambda t: t[0])]
 
 
 def tail(

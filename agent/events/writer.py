@@ -11,9 +11,17 @@ Design (why it looks like this):
   per call). It also works with no event loop at all (tests, tools).
 * **emit() is cheap and never blocks on disk**: it assigns an id when empty,
   takes ``time.time_ns()`` and puts ``(ns, event)`` into a bounded queue. The
-  model → dict → orjson work happens in the writer thread. The queue bound is
-  checked under a tiny lock so that ``dropped`` is exact and no event accepted
-  before ``stop()`` can be left behind by the final drain.
+  model → dict → orjson work happens in the writer thread. emit() takes no
+  lock (a lock convoys under the GIL: one preempted holder stalls every
+  producer for a switch interval); its counters are ``itertools.count`` (atomic
+  ``next()``), and ``stop()`` waits for in-flight emit() calls before the final
+  drain, so no accepted event is left behind. The bound is checked without a
+  lock, so the queue may exceed ``queue_size`` by at most one item per thread.
+* **Backlog**: when the queue holds more than ``queue_size/64`` events, the
+  writer is starved of the GIL by busy producers (each write() hands the GIL
+  away, getting it back takes a switch interval per busy thread). Then emit()
+  serializes its own event (a few µs, still no I/O) and the writer takes 16x
+  ``batch_max`` lines per write, so it catches up instead of dropping.
 * **Lines are never split**: the writer alone decides where a file ends. It
   writes whole lines in batches, rotates between lines, and if a write fails
   half-way it finishes the same line in the same file, or cuts the partial
@@ -47,12 +55,14 @@ import socket
 import stat
 import threading
 import time
+import typing
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
+
 from agentsh.agent.events.models import Event, EventsDropped, EventsRotated
 from agentsh.agent.policy.schema import EventsConfig
-from pydantic import BaseModel
 
 _WAKE = object()
 """Queue sentinel: wakes the writer for stop/reopen/reconfigure."""
@@ -62,34 +72,52 @@ _DROP_REPORT_INTERVAL = 1.0
 _MAX_BACKOFF = 1.0
 
 
-def _fast_path_ok(cls: type[BaseModel]) -> bool:
-    """True when ``__dict__`` minus ``None`` equals ``model_dump(exclude_none=True)``.
+def _nullable_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
+    """Fields that may hold None, or None when the fast path does not apply.
 
-    That holds for plain models (no aliases, no custom serializers, no extras);
-    every model in agentsh.agent.events.models is one. Anything else falls back
-    to pydantic's own serializer.
+    The fast path (copy ``__dict__``, delete the None-valued nullable fields)
+    equals ``model_dump(exclude_none=True)`` for plain models: no aliases, no
+    custom serializers, no extras. Every model in agentsh.agent.events.models is
+    one (a test checks each type); anything else falls back to pydantic.
     """
     dec = cls.__pydantic_decorators__
     if dec.field_serializers or dec.model_serializers or dec.computed_fields:
-        return False
+        return None
     if cls.model_config.get("extra") == "allow":
-        return False
-    return all(f.alias is None and f.serialization_alias is None for f in cls.model_fields.values())
+        return None
+    out = []
+    for name, f in cls.model_fields.items():
+        if f.alias is not None or f.serialization_alias is not None:
+            return None
+        ann = f.annotation
+        if f.default is None or ann is Any or type(None) in typing.get_args(ann):
+            out.append(name)
+    return tuple(out)
 
 
-_FAST: dict[type, bool] = {}
+_NULLABLE: dict[type, tuple[str, ...] | None] = {}
+
+
+def _plain(o: BaseModel) -> dict[str, Any]:
+    """``o`` as a dict without None-valued fields (nested models are left to ``_default``)."""
+    cls = type(o)
+    try:
+        nullable = _NULLABLE[cls]
+    except KeyError:
+        nullable = _NULLABLE[cls] = _nullable_fields(cls)
+    if nullable is None:
+        return o.model_dump(mode="json", exclude_none=True)
+    d = o.__dict__.copy()
+    for k in nullable:
+        if d[k] is None:
+            del d[k]
+    return d
 
 
 def _default(o: Any) -> Any:
-    """orjson fallback for nested models (DetectionResult, ...)."""
+    """orjson fallback for nested models (DetectionResult, ...) and a few Python types."""
     if isinstance(o, BaseModel):
-        cls = type(o)
-        ok = _FAST.get(cls)
-        if ok is None:
-            ok = _FAST[cls] = _fast_path_ok(cls)
-        if ok:
-            return {k: v for k, v in o.__dict__.items() if v is not None}
-        return o.model_dump(mode="json", exclude_none=True)
+        return _plain(o)
     if isinstance(o, (set, frozenset, tuple)):
         return list(o)
     if isinstance(o, bytes):
@@ -97,22 +125,25 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+def _value(c: itertools.count[int]) -> int:
+    """How many times next() was called on ``c`` (its repr is ``count(N)``)."""
+    return int(repr(c)[6:-1])
+
+
 class _Clock:
     """RFC 3339 UTC timestamps with microseconds; the seconds part is cached."""
 
-    __slots__ = ("_prefix", "_sec")
+    __slots__ = ("_cache",)
 
     def __init__(self) -> None:
-        self._sec = -1
-        self._prefix = ""
+        self._cache = (-1, "")  # one tuple, swapped atomically: safe from any thread
 
     def format(self, ns: int) -> str:
-        us = ns // 1000
-        sec, frac = divmod(us, 1_000_000)
-        if sec != self._sec:
-            self._sec = sec
-            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-        return f"{self._prefix}.{frac:06d}Z"
+        sec, frac = divmod(ns // 1000, 1_000_000)
+        c = self._cache
+        if c[0] != sec:
+            c = self._cache = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+        return f"{c[1]}.{frac:06d}Z"
 
 
 def new_id_prefix() -> str:
@@ -129,7 +160,7 @@ class EventWriter:
         self._host = host or socket.gethostname()
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._max = self._cfg.queue_size
-        self._lock = threading.Lock()
+        self._hiwater = max(256, self._max // 64)
         self._accepting = True
         self._prefix = new_id_prefix()
         self._seq = itertools.count()
@@ -150,8 +181,12 @@ class EventWriter:
         # a chunk being written: fd, data, offset, file size before it, lines, own lines
         self._partial: tuple[int, bytes, int, int, int, int] | None = None
         # counters
-        self._accepted = 0
-        self._dropped = 0
+        # itertools.count: next() is atomic under the GIL, so emit() needs no lock
+        self._n_enter = itertools.count()
+        self._n_exit = itertools.count()
+        self._n_accepted = itertools.count()
+        self._n_dropped = itertools.count()
+        self._writer_dropped = 0  # writer thread only: unserializable, lost at stop
         self._dropped_reported = 0
         self._last_drop_report = 0.0
         self._written = 0
@@ -172,16 +207,24 @@ class EventWriter:
         Thread-safe; callable from the event loop, any thread, before ``start()``
         (events wait in the queue) but not after ``stop()`` (then it returns False).
         """
+        next(self._n_enter)  # see stop_sync: no emit() is left half-done at the final drain
         d = event.__dict__
         if not d["id"]:
             d["id"] = f"{self._prefix}{next(self._seq):010x}"
-        item = (time.time_ns(), event)
-        with self._lock:
-            if self._accepting and self._q.qsize() < self._max:
-                self._q.put(item)
-                self._accepted += 1
-                return True
-            self._dropped += 1
+        item: Any = (time.time_ns(), event)
+        if self._q.qsize() > self._hiwater:
+            # The writer is behind: most likely it does not get enough of the GIL
+            # against busy producers. The producer then serializes its own event
+            # (a few µs, still no I/O), so the writer only has bytes to write.
+            with contextlib.suppress(Exception):
+                item = self._line(item[0], event)
+        if self._accepting and self._q.qsize() < self._max:
+            self._q.put(item)
+            next(self._n_accepted)
+            next(self._n_exit)
+            return True
+        next(self._n_dropped)
+        next(self._n_exit)
         return False
 
     def request_reopen(self) -> None:
@@ -197,6 +240,7 @@ class EventWriter:
         """Apply a new EventsConfig (policy reload); a new path means a reopen there."""
         self._new_cfg = config
         self._max = config.queue_size
+        self._hiwater = max(256, self._max // 64)
         self._q.put(_WAKE)
         self._kick.set()
 
@@ -204,7 +248,7 @@ class EventWriter:
         return {
             "path": self._path,
             "running": self._thread is not None and self._thread.is_alive(),
-            "accepted": self._accepted,
+            "accepted": _value(self._n_accepted),
             "written": self._written,
             "own_events_written": self._own_written,
             "dropped": self._dropped,
@@ -233,9 +277,17 @@ class EventWriter:
         """Stop accepting, drain the queue, fsync, close. True if everything was written."""
         return await asyncio.to_thread(self.stop_sync, timeout)
 
+    @property
+    def _dropped(self) -> int:
+        return _value(self._n_dropped) + self._writer_dropped
+
     def stop_sync(self, timeout: float = 30.0) -> bool:
-        with self._lock:
-            self._accepting = False
+        self._accepting = False
+        # Wait until every emit() that may have seen _accepting True has put its
+        # item: exits are read before entries, so equality means none was in flight.
+        deadline = time.monotonic() + 1.0
+        while _value(self._n_exit) != _value(self._n_enter) and time.monotonic() < deadline:
+            time.sleep(0.0002)
         self._stop_deadline = time.monotonic() + timeout
         self._stopping = True
         self._q.put(_WAKE)
@@ -297,6 +349,16 @@ class EventWriter:
             return None
         return max(0.0, min(waits))
 
+    def _batch_cap(self) -> int:
+        """``batch_max`` lines per write; 16x that while a backlog builds up.
+
+        Every write() hands the GIL to the producers, and getting it back can
+        take a switch interval (5 ms) per busy producer thread: under a backlog
+        the writer must move more per round trip to keep up.
+        """
+        n = self._cfg.batch_max
+        return n * 16 if self._q.qsize() > self._hiwater else n
+
     def _collect(self, timeout: float | None) -> list[tuple[int, Event]]:
         q = self._q
         try:
@@ -305,7 +367,7 @@ class EventWriter:
             return []
         batch = [] if first is _WAKE else [first]
         get = q.get_nowait
-        for _ in range(self._cfg.batch_max - len(batch)):
+        for _ in range(self._batch_cap() - len(batch)):
             try:
                 item = get()
             except queue.Empty:
@@ -315,14 +377,7 @@ class EventWriter:
         return batch
 
     def _line(self, ns: int, ev: BaseModel) -> bytes:
-        cls = type(ev)
-        ok = _FAST.get(cls)
-        if ok is None:
-            ok = _FAST[cls] = _fast_path_ok(cls)
-        if ok:
-            d = {k: v for k, v in ev.__dict__.items() if v is not None}
-        else:
-            d = ev.model_dump(mode="json", exclude_none=True)
+        d = _plain(ev)
         if not d.get("timestamp"):
             d["timestamp"] = self._clock.format(ns)
         if not d.get("host"):
@@ -332,7 +387,11 @@ class EventWriter:
     def _serialize(self, batch: list[tuple[int, Event]]) -> None:
         append = self._lines.append
         line = self._line
-        for ns, ev in batch:
+        for item in batch:
+            if item.__class__ is bytes:  # serialized by a producer (see emit)
+                append((item, False))
+                continue
+            ns, ev = item
             try:
                 append((line(ns, ev), False))
             except Exception:  # a value orjson cannot encode: let pydantic coerce it
@@ -342,8 +401,7 @@ class EventWriter:
                     d["host"] = d.get("host") or self._host
                     append((orjson.dumps(d, option=_DUMP_OPTS), False))
                 except Exception as e:
-                    with self._lock:
-                        self._dropped += 1
+                    self._writer_dropped += 1
                     self._last_error = f"cannot serialize {ev.type} event {ev.id}: {e}"
 
     def _own(self, ev: Event, front: bool = False) -> None:
@@ -481,7 +539,7 @@ class EventWriter:
             return False
         lines = self._lines
         limit = self._cfg.rotate_max_bytes
-        cap = self._cfg.batch_max
+        cap = self._batch_cap()
         while lines:
             if self._partial is not None:
                 if not self._write_partial():
@@ -549,5 +607,4 @@ class EventWriter:
         self._lines.clear()
         self._partial = None
         self._lost_on_stop = left
-        with self._lock:
-            self._dropped += left
+        self._writer_dropped += left
