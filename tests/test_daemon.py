@@ -285,3 +285,22 @@ def test_decision_channel_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
     r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
                        capture_output=True, text=True, timeout=30)
     assert "ControlError" in r.stdout and "forbidden" in r.stdout, r.stdout + r.stderr
+
+
+def test_reload_applies_new_rotation_settings_to_the_event_log(daemon: DaemonProc) -> None:
+    daemon.write_policy(BASE_TEST_POLICY + "  rotate_max_bytes: 4096\n  rotate_backups: 2\n")
+    assert daemon.ctl("policy", "reload").returncode == 0
+
+    async def post() -> None:
+        async with ControlClient(str(daemon.socket)) as c:
+            for b in range(10):
+                evs = [{"type": "protocol_error", "source": "shim", "layer": "shim", "detail": f"r{b}-{i}" + "x" * 100}
+                       for i in range(20)]
+                await c.post("/v1/events", {"events": evs})
+
+    asyncio.run(post())
+    wait_for(lambda: daemon.events_path.with_name("events.jsonl.1").exists(), what="size rotation")
+    assert not daemon.events_path.with_name("events.jsonl.3").exists()
+    assert daemon.events_path.with_name("events.jsonl.2").exists()
+    st = json.loads(daemon.ctl("status", "--json").stdout)
+    assert st["events"]["path"] == str(daemon.events_path) and st["events"]["rotations"] >= 2

@@ -242,6 +242,8 @@ class Daemon:
 
     async def _on_policy(self, lp: LoadedPolicy) -> None:
         ctx = self.ctx
+        # rotation, fsync and queue settings apply at once; the path needs a restart
+        ctx.events.reconfigure(lp.policy.events.model_copy(update={"path": str(ctx.paths.events_path)}))
         if ctx.mcp is not None:
             ctx.mcp.update_policy(lp.policy)
         if ctx.netmon is not None:
