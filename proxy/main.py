@@ -25,6 +25,7 @@ from agentsh.proxy.decider import DaemonDecider, NameGate, NamesPoller
 from agentsh.proxy.privileges import drop_privileges, prepare_dir, prepare_file, resolve_account
 from agentsh.proxy.reporter import EventReporter
 from agentsh.proxy.server import ProxyServer
+from agentsh.proxy.upstream import tls_context as upstream_tls_context
 
 log = logging.getLogger("agentsh.proxy")
 
@@ -78,6 +79,9 @@ async def run(
     prepare_dir(bodies_path(state_dir).parent, acct, 0o700, take_over=True)
     reporter = EventReporter(client, spool_dir)
     prepare_file(reporter.spool_path, acct)
+    # Load the CA store while still root: a bundle given by SSL_CERT_FILE may be
+    # readable by root only, and the dropped user must still verify upstreams.
+    upstream_tls_context()
     drop_privileges(acct)
 
     gate = NameGate(None, policy.mcp.fail_closed)

@@ -33,7 +33,7 @@ class UpstreamError(Exception):
     """The upstream could not be reached, or broke the protocol/connection."""
 
 
-def _ssl_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     global _SSL_CONTEXT
     if _SSL_CONTEXT is None:
         _SSL_CONTEXT = ssl.create_default_context()
@@ -470,7 +470,7 @@ class UpstreamPool:
                     lambda: _Conn(loop, origin.key),
                     origin.host,
                     origin.port,
-                    ssl=_ssl_context() if origin.tls else None,
+                    ssl=tls_context() if origin.tls else None,
                     server_hostname=origin.host if origin.tls else None,
                 )
         except BaseException as e:
