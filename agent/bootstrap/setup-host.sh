@@ -39,7 +39,7 @@ fi
 # --- 1. apt -----------------------------------------------------------------
 KREL="$(uname -r)"
 need_pkgs=()
-for p in python3-bpfcc python3-venv systemd iproute2 linux-headers-amd64; do
+for p in python3-bpfcc python3-venv systemd iproute2 openssl linux-headers-amd64; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 # Headers that match the running kernel exactly, when the distro has them.
@@ -47,12 +47,12 @@ if ! [ -e "/lib/modules/$KREL/build/include" ] && apt-cache show "linux-headers-
   dpkg -s "linux-headers-$KREL" >/dev/null 2>&1 || need_pkgs+=("linux-headers-$KREL")
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
-  say "installing apt packages: ${need_pkgs[*]} (BCC bindings, kernel headers, venv, systemd-analyze, ip)"
+  say "installing apt packages: ${need_pkgs[*]} (BCC bindings, kernel headers, venv, systemd-analyze, ip, openssl for TLS tests)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 else
-  say "apt packages present (python3-bpfcc python3-venv systemd iproute2 linux-headers-amd64)"
+  say "apt packages present (python3-bpfcc python3-venv systemd iproute2 openssl linux-headers-amd64)"
 fi
 
 # --- 2. kernel headers for BCC ----------------------------------------------
