@@ -304,3 +304,9 @@ def test_reload_applies_new_rotation_settings_to_the_event_log(daemon: DaemonPro
     assert daemon.events_path.with_name("events.jsonl.2").exists()
     st = json.loads(daemon.ctl("status", "--json").stdout)
     assert st["events"]["path"] == str(daemon.events_path) and st["events"]["rotations"] >= 2
+
+
+def test_events_tail_accepts_type_globs(daemon: DaemonProc) -> None:
+    r = daemon.ctl("events", "tail", "--type", "daemon_*", "--json")
+    assert r.returncode == 0, r.stderr
+    assert {json.loads(line)["type"] for line in r.stdout.splitlines()} == {"daemon_started"}

@@ -493,6 +493,56 @@ def test_reader_follows_across_size_rotation_and_external_reopen(tmp_path: Path)
     assert w.stats()["rotations"] > 10 and w.stats()["reopens"] == 2
 
 
+def test_slow_followers_lose_nothing_when_many_rotations_happen_between_two_polls(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    stop = threading.Event()
+    got: dict[str, list[str]] = {"early": [], "history": [], "from_end": []}
+
+    def follower(name: str, **kw: Any) -> threading.Thread:
+        def run() -> None:
+            for d in iter_events(
+                str(path),
+                types=["mcp_tool_called"],
+                follow=True,
+                poll_interval=0.3,
+                stop=stop,
+                **kw,
+            ):
+                got[name].append(d["id"])
+
+        t = threading.Thread(target=run)
+        t.start()
+        return t
+
+    threads = [follower("early")]  # started before the file exists
+    w = EventWriter(cfg(path, rotate_max_bytes=4096, rotate_backups=200))
+    w.start_thread()
+    emitted = [call(i) for i in range(900)]
+    try:
+        for ev in emitted[:300]:
+            w.emit(ev)
+        wait_for(lambda: w.stats()["rotations"] >= 10 and len(got["early"]) == 300)
+        threads.append(follower("history", include_rotated=True))
+        threads.append(follower("from_end", from_end=True))
+        time.sleep(0.5)  # both have listed the files
+        before = w.stats()["rotations"]
+        for ev in emitted[300:]:  # ~40 rotations, far faster than one poll
+            w.emit(ev)
+        wait_for(lambda: all(len(g) >= 600 for g in got.values()))
+        time.sleep(0.4)  # nothing more (no duplicates) arrives
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+        w.stop_sync()
+    ids = [ev.id for ev in emitted]
+    assert w.stats()["rotations"] - before > 20
+    assert got["early"] == ids and got["history"] == ids
+    assert got["from_end"] == ids[300:]
+
+
 def test_reader_holds_back_a_partial_last_line_until_it_is_complete(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     a = orjson.dumps({"id": "a", "type": "x", "timestamp": "2026-01-01T00:00:00.000000Z"})

@@ -33,7 +33,7 @@ def events() -> None:
 
 @events.command()
 @click.option("-f", "--follow", is_flag=True, help="Keep reading as events arrive (survives rotation).")
-@click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
+@click.option("--type", "types", multiple=True, help="Only this event type or glob, e.g. mcp_* (repeatable).")
 @click.option("--since", help="Only events since: 10m, 2h, 1d or an RFC 3339 time.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON lines as written.")
 @click.option("--events", "events_file", help="Event log file (default: the daemon's).")
@@ -49,7 +49,7 @@ def tail(
     lines: int | None,
 ) -> None:
     """Print events from the log, optionally following it."""
-    unknown = [t for t in types if t not in TYPE_NAMES]
+    unknown = [t for t in types if t not in TYPE_NAMES and not any(c in t for c in "*?[")]
     if unknown:
         die(f"unknown event type(s): {', '.join(unknown)} (see `agentshctl events schema`)")
     path = events_path(ctx, events_file)

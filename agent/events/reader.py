@@ -2,10 +2,17 @@
 
 The reader is tolerant by design: the file is being appended to while it is
 read, so a last line without its newline is held back until it is complete
-(or skipped at the end of a non-following read), lines that are not JSON
-objects are skipped, and while following it notices rotation (the path now
-names another inode: the rest of the old file is read first, then the new file
-from its start) and truncation (the file got shorter: read again from 0).
+(or skipped at the end of a non-following read), and lines that are not JSON
+objects are skipped. While following it tracks the files by inode, not by
+name: the path and its rotated siblings ``path.N`` are listed whenever the
+path names another file, every known file is read to its end before newer
+ones, and new files are read from their start, oldest first. So a follower
+neither misses nor repeats a line across any number of size rotations between
+two polls, as long as the rotated files still exist (``rotate_backups``). An
+external move (logrotate + reopen) is followed too: the moved file stays open
+until the new one has data. Only a file that is created *and* moved to another
+name between two polls cannot be seen. Truncation in place (the file got
+shorter) restarts at 0.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ import orjson
 
 _REL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_OLD_FILE_GRACE = 2.0
-"""Seconds to keep reading a rotated-away file in case its writer still appends."""
+_MAX_OPEN = 64
+"""Files moved away (no newer file has data yet) kept open at most; older ones are closed."""
+_FORGET_AFTER_LISTINGS = 3
+"""A closed file is forgotten once this many directory listings in a row lack it."""
 
 
 def parse_since(value: str, now: datetime | None = None) -> datetime:
@@ -114,35 +123,6 @@ def _read_whole(path: str, keep: _Filter) -> Iterator[dict[str, Any]]:
                 yield d
 
 
-class _Follower:
-    """One open file being followed; buffers a partial last line."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self.f = f
-        st = os.fstat(f.fileno())
-        self.ino = (st.st_dev, st.st_ino)
-        self.buf = b""
-        self.left_at: float | None = None  # when the path stopped naming this file
-
-    def read_lines(self) -> list[bytes]:
-        data = self.f.read()
-        if not data:
-            return []
-        data = self.buf + data
-        cut = data.rfind(b"\n") + 1
-        self.buf = data[cut:]
-        return data[:cut].splitlines()
-
-    def truncated(self) -> bool:
-        pos = self.f.tell()
-        size = os.fstat(self.f.fileno()).st_size
-        if size < pos:
-            self.f.seek(0)
-            self.buf = b""
-            return True
-        return False
-
-
 def iter_events(
     path: str,
     types: Iterable[str] | None = None,
@@ -162,144 +142,236 @@ def iter_events(
     already in the file (``tail -f`` without history).
     """
     keep = _Filter(types, since)
+    if follow:
+        history = include_rotated and not from_end
+        yield from _follow(path, keep, from_end, history, poll_interval, stop)
+        return
     if include_rotated and not from_end:
         for rp in rotated_files(path):
             yield from _read_whole(rp, keep)
-    if not follow:
-        if not from_end:
-            yield from _read_whole(path, keep)
-        return
-    yield from _follow(path, keep, from_end, poll_interval, stop)
+    if not from_end:
+        yield from _read_whole(path, keep)
 
 
-def _open_follower(path: str) -> _Follower | None:
-    try:
-        return _Follower(open(path, "rb"))
-    except FileNotFoundError:
-        return None
+class _Follower:
+    """One open file being followed (by inode); buffers a partial last line."""
+
+    def __init__(self, f: BinaryIO, ino: int, rank: int) -> None:
+        self.f = f
+        self.ino = ino
+        self.rank = rank  # 0: the path itself, N: path.N, -1: no longer in the directory
+        self.buf = b""
+
+    def read_lines(self) -> list[bytes]:
+        data = self.f.read()
+        if not data:
+            return []
+        data = self.buf + data
+        cut = data.rfind(b"\n") + 1
+        self.buf = data[cut:]
+        return data[:cut].splitlines()
+
+    def truncated(self) -> bool:
+        pos = self.f.tell()
+        size = os.fstat(self.f.fileno()).st_size
+        if size < pos:
+            self.f.seek(0)
+            self.buf = b""
+            return True
+        return False
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.f.close()
 
 
-def _head(fd: int) -> bytes:
-    """A file's first line (at most 512 bytes): with the inode, its identity across renames."""
-    try:
-        data = os.pread(fd, 512, 0)
-    except OSError:
-        return b""
-    nl = data.find(b"\n")
-    return data[: nl + 1] if nl >= 0 else data
+class _LogFiles:
+    """The files of one log, followed by inode in rotation order (oldest first).
+
+    The writer's size rotation renames ``path`` → ``path.1`` → ``path.2`` … and
+    can do so several times between two polls. Names are therefore useless as
+    identities; one directory listing is (a single ``getdents`` runs under the
+    directory lock, so it never sees a rename half-done) and orders the files
+    at that instant: the highest ``N`` is the oldest, ``path`` the newest. Every
+    file that was not in the previous listing is newer than every file we
+    already know, so new files go after the known ones. A known file is read to
+    its end before any newer one; it is closed once a newer file has data (the
+    writer writes one file at a time, so it will not grow again) and then
+    remembered by inode and rank until it leaves the directory. An inode seen
+    again at a *newer* rank than remembered was freed and reused: a new file.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.dir = os.path.dirname(path) or "."
+        self.base = os.path.basename(path)
+        self.open: list[_Follower] = []
+        self.done: dict[int, list[int]] = {}  # closed files: ino -> [rank, listings absent]
+        self.use_stat = False  # d_ino differs from st_ino on this filesystem
+        self._mismatch: tuple[str, int, int] | None = None
+        self._listed = False
+
+    def _listing(self) -> list[tuple[int, int, str]]:
+        """``(rank, inode, path)`` of ``path`` and ``path.N``, oldest first."""
+        out = []
+        prefix = self.base + "."
+        try:
+            with os.scandir(self.dir) as it:
+                for e in it:
+                    n = e.name
+                    if n == self.base:
+                        rank = 0
+                    elif n.startswith(prefix) and n[len(prefix) :].isdigit():
+                        rank = int(n[len(prefix) :])
+                        if rank == 0:
+                            continue
+                    else:
+                        continue
+                    try:
+                        ino = e.stat().st_ino if self.use_stat else e.inode()
+                    except FileNotFoundError:
+                        continue
+                    out.append((rank, ino, e.path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out.sort(key=lambda t: (t[0] == 0, -t[0]))
+        return out
+
+    def sync(self, *, history: bool = False, from_end: bool = False) -> None:
+        """List the directory; open every file not seen before, oldest first.
+
+        ``history`` (first call only): also read the rotated files from their
+        start (otherwise they count as already read); ``from_end``: start
+        ``path`` itself at its end.
+        """
+        first, self._listed = not self._listed, True
+        for _attempt in range(50):
+            entries = self._listing()
+            if self._add_new(entries, first, history, from_end):
+                break
+        present = {ino for _r, ino, _p in entries}
+        for fo in self.open:
+            if fo.ino not in present:
+                fo.rank = -1
+        for ino in [i for i in self.done if i not in present]:
+            self.done[ino][1] += 1
+            if self.done[ino][1] >= _FORGET_AFTER_LISTINGS:
+                del self.done[ino]
+
+    def _add_new(
+        self, entries: list[tuple[int, int, str]], first: bool, history: bool, from_end: bool
+    ) -> bool:
+        """False when a file moved between the listing and its open(): list again."""
+        known = {fo.ino: fo for fo in self.open}
+        for rank, ino, name in entries:
+            fo = known.get(ino)
+            if fo is not None:
+                fo.rank = rank
+                continue
+            d = self.done.get(ino)
+            if d is not None and rank >= d[0]:
+                d[0], d[1] = rank, 0
+                continue
+            self.done.pop(ino, None)
+            if first and rank > 0 and not history:
+                self.done[ino] = [rank, 0]  # history is not replayed
+                continue
+            try:
+                f = open(name, "rb")  # noqa: SIM115
+            except FileNotFoundError:
+                return False
+            real = os.fstat(f.fileno()).st_ino
+            if real != ino:
+                f.close()
+                if self._mismatch == (name, ino, real):  # not a race: d_ino is not st_ino here
+                    self.use_stat = True
+                self._mismatch = (name, ino, real)
+                return False
+            if first and rank == 0 and from_end:
+                f.seek(0, os.SEEK_END)
+            fo = _Follower(f, ino, rank)
+            self.open.append(fo)
+            known[ino] = fo
+        return True
+
+    def current_changed(self) -> bool:
+        """Does ``path`` name another file than the newest one we follow?"""
+        try:
+            ino = os.stat(self.path).st_ino
+        except OSError:
+            return True
+        return not self.open or self.open[-1].ino != ino
+
+    def read(self) -> list[bytes]:
+        """New complete lines of every followed file, oldest file first."""
+        files = self.open
+        if not files:
+            return []
+        last = files[-1]
+        if last.rank == 0:
+            last.truncated()
+        chunks = [fo.read_lines() for fo in files]
+        # A file older than one that has data is complete. Read it once more:
+        # what it got while we read the newer ones was written before them.
+        finished = []
+        newer_has_data = False
+        for i in range(len(files) - 1, -1, -1):
+            if newer_has_data:
+                finished.append(i)
+            newer_has_data = newer_has_data or files[i].f.tell() > 0
+        for i in finished:
+            chunks[i] += files[i].read_lines()
+        out = [line for chunk in chunks for line in chunk]
+        close = set(finished)
+        excess = len(files) - len(close) - _MAX_OPEN  # moved away, no newer data: stop early
+        for i in range(len(files) - 1):
+            if excess <= 0:
+                break
+            if i not in close:
+                close.add(i)
+                excess -= 1
+        if close:
+            for i in close:
+                fo = files[i]
+                if fo.rank >= 0:
+                    self.done[fo.ino] = [fo.rank, 0]
+                fo.close()
+            self.open = [fo for i, fo in enumerate(files) if i not in close]
+        return out
+
+    def close(self) -> None:
+        for fo in self.open:
+            fo.close()
+        self.open = []
 
 
 def _follow(
     path: str,
     keep: _Filter,
     from_end: bool,
+    history: bool,
     poll_interval: float,
     stop: threading.Event | None,
 ) -> Iterator[dict[str, Any]]:
-    seen: dict[tuple[int, int], bytes] = {}  # files already read (or history at start)
-
-    def remember(fo: _Follower) -> None:
-        seen[fo.ino] = _head(fo.f.fileno())
-        while len(seen) > 10000:
-            del seen[next(iter(seen))]
-
-    for rp in rotated_files(path):  # history is not replayed
-        fo = _open_follower(rp)
-        if fo is not None:
-            remember(fo)
-            fo.f.close()
-    cur = _open_follower(path)
-    if cur is not None:
-        remember(cur)
-        if from_end:
-            cur.f.seek(0, os.SEEK_END)
-    old: list[_Follower] = []  # rotated-away files still read for a grace period
+    files = _LogFiles(path)
+    files.sync(history=history, from_end=from_end)
     try:
         while stop is None or not stop.is_set():
-            got = False
-            for fo in old:
-                for raw in fo.read_lines():
-                    got = True
-                    d = _parse(raw)
-                    if d is not None and keep(d):
-                        yield d
-            if cur is not None:
-                cur.truncated()
-                for raw in cur.read_lines():
-                    got = True
-                    d = _parse(raw)
-                    if d is not None and keep(d):
-                        yield d
-            # did the path move on to another file?
-            try:
-                st = os.stat(path)
-                ino: tuple[int, int] | None = (st.st_dev, st.st_ino)
-            except FileNotFoundError:
-                ino = None
-            now = time.monotonic()
-            if ino is not None and (cur is None or ino != cur.ino):
-                if cur is not None:
-                    cur.left_at = now
-                    old.append(cur)
-                for fo in old:
-                    remember(fo)  # their first lines may have arrived since
-                known = dict(seen)
-                cur = _open_follower(path)
-                skip = {cur.ino} if cur is not None else set()
-                old.extend(_unseen_rotations(path, known, skip, now))
-                for fo in old:
-                    remember(fo)
-                if cur is not None:
-                    remember(cur)
-                continue  # read the new file at once
-            for fo in [fo for fo in old if now - (fo.left_at or now) > _OLD_FILE_GRACE]:
-                old.remove(fo)
-                fo.f.close()
-            if not got:
+            if files.current_changed():
+                files.sync()
+            lines = files.read()
+            for raw in lines:
+                d = _parse(raw)
+                if d is not None and keep(d):
+                    yield d
+            if not lines:
                 if stop is not None:
                     if stop.wait(poll_interval):
                         break
                 else:
                     time.sleep(poll_interval)
     finally:
-        for fo in [*old, *([cur] if cur else [])]:
-            with contextlib.suppress(OSError):
-                fo.f.close()
-
-
-def _unseen_rotations(
-    path: str, known: dict[tuple[int, int], bytes], skip: set[tuple[int, int]], now: float
-) -> list[_Follower]:
-    """Files rotated away between two polls: ``path.1`` … up to a file already read.
-
-    The writer's size rotation can rename several files between two polls, and
-    an external mover can take the file we read while the next one is already
-    rotated. Walk ``path.1``, ``path.2`` … until a known file (same inode and
-    first line); since the chain can shift while we walk it, walk again until
-    nothing new turns up, then read the new ones oldest (least recently
-    written) first.
-    """
-    found: dict[tuple[int, int], tuple[int, _Follower]] = {}
-    for _ in range(5):
-        new = 0
-        i = 1
-        while True:
-            fo = _open_follower(f"{path}.{i}")
-            if fo is None:
-                break
-            if known.get(fo.ino) == _head(fo.f.fileno()):
-                fo.f.close()
-                break
-            i += 1
-            if fo.ino in skip or fo.ino in found:
-                fo.f.close()
-                continue
-            fo.left_at = now
-            found[fo.ino] = (os.fstat(fo.f.fileno()).st_mtime_ns, fo)
-            new += 1
-        if not new:
-            break
-    return [fo for _m, fo in sorted(found.values(), key=lambda t: t[0])]
+        files.close()
 
 
 def tail(
