@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -186,3 +187,25 @@ def daemon_factory() -> Iterator[Callable[..., DaemonProc]]:
 @pytest.fixture
 def daemon(daemon_factory: Callable[..., DaemonProc]) -> DaemonProc:
     return daemon_factory()
+
+
+_EXIT_STATUS: list[int] = [0]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT_STATUS[0] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Never let a stray non-daemon thread (left by a failed test) hang the run
+    after the summary: CI would time out instead of reporting the failure."""
+    stray = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if stray:
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"conftest: {len(stray)} non-daemon thread(s) still running at exit "
+            f"({', '.join(t.name for t in stray)}); exiting without waiting for them\n"
+        )
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[0])

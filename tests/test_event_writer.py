@@ -164,7 +164,7 @@ async def test_concurrent_thread_and_task_producers_lose_nothing(tmp_path: Path)
             if i % 50 == 0:
                 await asyncio.sleep(0)
 
-    threads = [threading.Thread(target=producer, args=(t,)) for t in range(4)]
+    threads = [threading.Thread(target=producer, args=(t,), daemon=True) for t in range(4)]
     for th in threads:
         th.start()
     await asyncio.gather(*(task(t) for t in range(2)))
@@ -219,8 +219,8 @@ async def test_rotation_and_external_reopen_under_concurrent_writers_split_no_li
             if i % 20 == 0:
                 await asyncio.sleep(0.0005)
 
-    threads = [threading.Thread(target=producer, args=(t,)) for t in range(3)]
-    mv = threading.Thread(target=mover)
+    threads = [threading.Thread(target=producer, args=(t,), daemon=True) for t in range(3)]
+    mv = threading.Thread(target=mover, daemon=True)
     mv.start()
     for th in threads:
         th.start()
@@ -288,7 +288,7 @@ def test_overflow_is_counted_and_logged_as_events_dropped(tmp_path: Path) -> Non
             while data := f.read(65536):
                 chunks.append(data)
 
-    rt = threading.Thread(target=reader)
+    rt = threading.Thread(target=reader, daemon=True)
     rt.start()
     assert w.stop_sync(timeout=10)
     rt.join(10)
@@ -434,11 +434,16 @@ asyncio.run(main())
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    wait_for(lambda: path.exists() and path.stat().st_size > 200_000)  # mid-production
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == 0
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        wait_for(lambda: path.exists() and path.stat().st_size > 200_000)  # mid-production
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:  # never leave a producer running after a failure
+            proc.kill()
+            proc.wait()
     head, *accepted = report.read_text().splitlines()
     ok, refused, dropped = head.split()
     assert ok == "True" and int(refused) == int(dropped)  # refusals after stop are counted
@@ -465,7 +470,7 @@ def test_reader_follows_across_size_rotation_and_external_reopen(tmp_path: Path)
         ):
             got.append(d["id"])
 
-    ft = threading.Thread(target=follower)
+    ft = threading.Thread(target=follower, daemon=True)
     ft.start()
     emitted = []
     for i in range(900):
@@ -512,7 +517,7 @@ def test_slow_followers_lose_nothing_when_many_rotations_happen_between_two_poll
             ):
                 got[name].append(d["id"])
 
-        t = threading.Thread(target=run)
+        t = threading.Thread(target=run, daemon=True)
         t.start()
         return t
 
@@ -556,7 +561,7 @@ def test_reader_holds_back_a_partial_last_line_until_it_is_complete(tmp_path: Pa
         for d in iter_events(str(path), follow=True, poll_interval=0.02, stop=stop):
             got.append(d["id"])
 
-    ft = threading.Thread(target=follower)
+    ft = threading.Thread(target=follower, daemon=True)
     ft.start()
     wait_for(lambda: got == ["a"])
     with open(path, "ab") as f:
@@ -581,7 +586,7 @@ def test_reader_restarts_at_zero_after_truncation(tmp_path: Path) -> None:
         for d in iter_events(str(path), follow=True, poll_interval=0.02, stop=stop):
             got.append(d["id"])
 
-    ft = threading.Thread(target=follower)
+    ft = threading.Thread(target=follower, daemon=True)
     ft.start()
     wait_for(lambda: got == ["1", "2"])
     with open(path, "r+b") as f:  # copytruncate-style, same inode

@@ -273,8 +273,8 @@ def test_lookups_during_concurrent_registrations_see_consistent_entries(
         except BaseException as e:
             errors.append(e)
 
-    readers = [threading.Thread(target=reader) for _ in range(3)]
-    writers = [threading.Thread(target=writer, args=(f"s{i}",)) for i in range(3)]
+    readers = [threading.Thread(target=reader, daemon=True) for _ in range(3)]
+    writers = [threading.Thread(target=writer, args=(f"s{i}",), daemon=True) for i in range(3)]
     for t in readers + writers:
         t.start()
     for t in writers:

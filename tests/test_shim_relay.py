@@ -90,7 +90,7 @@ def relay_in_process(client_chunks: list[bytes], server_chunks: list[bytes]) -> 
     tc = threading.Thread(
         target=pump_client, args=(c_in_r, s_in_w, out, insp, stats, lambda: os.close(s_in_w))
     )
-    ts = threading.Thread(target=pump_server, args=(s_out_r, out, insp, stats))
+    ts = threading.Thread(target=pump_server, args=(s_out_r, out, insp, stats), daemon=True)
     tc.start()
     ts.start()
     for t in (*feeders, tc, ts):
@@ -358,8 +358,8 @@ def test_blocked_call_error_waits_for_the_end_of_a_server_line_in_flight() -> No
     s_out_r, s_out_w = os.pipe()
     c_out_r, c_out_w = os.pipe()
     out = Output(c_out_w)
-    tc = threading.Thread(target=pump_client, args=(c_in_r, s_in_w, out, insp, stats, lambda: None))
-    ts = threading.Thread(target=pump_server, args=(s_out_r, out, insp, stats))
+    tc = threading.Thread(target=pump_client, args=(c_in_r, s_in_w, out, insp, stats, lambda: None), daemon=True)
+    ts = threading.Thread(target=pump_server, args=(s_out_r, out, insp, stats), daemon=True)
     tc.start()
     ts.start()
     first, rest = b'{"jsonrpc":"2.0","id":9,"result":{"text":"', b'abc"}}\n'
