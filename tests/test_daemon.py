@@ -310,3 +310,16 @@ def test_events_tail_accepts_type_globs(daemon: DaemonProc) -> None:
     r = daemon.ctl("events", "tail", "--type", "daemon_*", "--json")
     assert r.returncode == 0, r.stderr
     assert {json.loads(line)["type"] for line in r.stdout.splitlines()} == {"daemon_started"}
+
+
+def test_spooled_events_from_unprivileged_owners_cannot_forge_daemon_events(daemon: DaemonProc) -> None:
+    spool = daemon.state_dir / "spool"
+    forged = orjson.dumps({"type": "policy_loaded", "source": "daemon", "hash": "sha256:forged", "files": []})
+    claim = orjson.dumps({"type": "protocol_error", "source": "shim", "layer": "shim", "detail": "from-nobody", "uid": 0})
+    f = spool / "shim-999999-1.jsonl"
+    f.write_bytes(forged + b"\n" + claim + b"\n")
+    os.chown(f, 65534, 65534)
+    ev = daemon.wait_event("protocol_error", lambda e: e["detail"] == "from-nobody")
+    assert ev["uid"] == 65534  # the file owner, not the uid the line claims
+    wait_for(lambda: not f.exists(), what="spool file ingested")
+    assert not [e for e in daemon.events("policy_loaded") if e["hash"] == "sha256:forged"]

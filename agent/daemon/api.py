@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from agentsh.agent.daemon.context import DaemonContext
 from agentsh.agent.daemon.peercred import make_middleware
 from agentsh.agent.daemon.shims import ShimInfo
-from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event
+from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event, vouch
 from agentsh.agent.version import __version__
 
 MAX_EVENTS_PER_POST = 10_000
@@ -169,10 +169,12 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
                     loc = ".".join(str(p) for p in first["loc"])
                     errors.append(f"events[{i}]: {loc}: {first['msg']}")
                 continue
-            if peer is not None and ev.pid is None:
+            if peer is None or not vouch(ev, peer.uid):
+                rejected += 1
+                errors.append(f"events[{i}]: source {ev.source!r} may only be posted by root")
+                continue
+            if ev.pid is None:
                 ev.pid = peer.pid
-            if peer is not None and ev.uid is None:
-                ev.uid = peer.uid
             if ctx.events.emit(ev):
                 accepted += 1
         return _json({"accepted": accepted, "rejected": rejected, "errors": errors})

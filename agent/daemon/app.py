@@ -32,7 +32,7 @@ from agentsh.agent.daemon.decide_channel import DecisionChannel
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor
-from agentsh.agent.events.models import DaemonStarted, DaemonStopping, parse_event
+from agentsh.agent.events.models import DaemonStarted, DaemonStopping, parse_event, vouch
 from agentsh.agent.events.writer import EventWriter
 from agentsh.agent.policy.loader import LoadedPolicy
 from agentsh.agent.policy.store import PolicyStore
@@ -314,8 +314,9 @@ class Daemon:
                 except (orjson.JSONDecodeError, ValidationError, TypeError):
                     bad += 1
                     continue
-                if ev.uid is None:
-                    ev.uid = st.st_uid
+                if not vouch(ev, st.st_uid):  # the file's owner speaks for its events
+                    bad += 1
+                    continue
                 ctx.events.emit(ev)
                 n += 1
             if bad:

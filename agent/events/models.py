@@ -367,6 +367,24 @@ TYPE_NAMES: frozenset[str] = frozenset(
 )
 
 
+FOREIGN_SOURCES: frozenset[str] = frozenset({"shim", "proxy", "hook", "ctl"})
+
+
+def vouch(ev: Event, uid: int) -> bool:
+    """Admit an event that a process other than the daemon handed in (API post
+    or spool file) on behalf of ``uid``. Root may speak for any source; anyone
+    else only for the unprivileged layers, and the event carries their uid,
+    so a group member cannot forge daemon, BPF or policy events."""
+    if uid == 0:
+        if ev.uid is None:
+            ev.uid = 0
+        return True
+    if ev.source not in FOREIGN_SOURCES:
+        return False
+    ev.uid = uid
+    return True
+
+
 def parse_event(data: dict[str, Any]) -> Event:
     """Validate an event that came from outside the daemon (shim, proxy, spool)."""
     return _ADAPTER.validate_python(data)
