@@ -299,11 +299,18 @@ def test_reload_applies_new_rotation_settings_to_the_event_log(daemon: DaemonPro
                 await c.post("/v1/events", {"events": evs})
 
     asyncio.run(post())
-    wait_for(lambda: daemon.events_path.with_name("events.jsonl.1").exists(), what="size rotation")
-    assert not daemon.events_path.with_name("events.jsonl.3").exists()
-    assert daemon.events_path.with_name("events.jsonl.2").exists()
-    st = json.loads(daemon.ctl("status", "--json").stdout)
-    assert st["events"]["path"] == str(daemon.events_path) and st["events"]["rotations"] >= 2
+
+    def rotated_enough() -> dict | None:
+        st = json.loads(daemon.ctl("status", "--json").stdout)["events"]
+        return st if st["queue_depth"] == 0 and st["rotations"] >= 3 else None
+
+    st = wait_for(rotated_enough, what="size rotations")
+    assert st["path"] == str(daemon.events_path)
+    def names() -> list[str]:
+        return sorted(p.name for p in daemon.events_path.parent.glob("events.jsonl*"))
+
+    # rotate_backups: 2 -> exactly two backups once the writer is idle
+    wait_for(lambda: names() == ["events.jsonl", "events.jsonl.1", "events.jsonl.2"], what=f"backups {names()}")
 
 
 def test_events_tail_accepts_type_globs(daemon: DaemonProc) -> None:
