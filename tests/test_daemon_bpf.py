@@ -103,3 +103,21 @@ def test_ctl_bpf_detach_removes_enforcement(daemon_factory, place) -> None:
         assert not os.path.exists(pin)
     finally:
         target.close()
+
+
+def test_enforcement_outlives_the_daemon_and_ctl_detaches_without_it(daemon_factory, place) -> None:
+    cgdir, pin = place
+    target = Listener("127.0.0.9")
+    try:
+        d: DaemonProc = daemon_factory(policy(cgdir, pin, target.port))
+        wait_for(lambda: bpf_status(d)["state"] == "active", 60, what="bpf active")
+        assert d.stop() == 0
+        with CgroupClient(cgdir) as c:
+            assert c.tcp("127.0.0.9", target.port) == "EPERM"  # still enforced, no daemon
+            r = d.ctl("bpf", "detach", "--pin-dir", pin, "--cgroup-path", cgdir)
+            assert r.returncode == 0, r.stderr
+            assert "detaching locally" in r.stderr
+            assert c.tcp("127.0.0.9", target.port, read=True) == "ok:hello"
+        assert not os.path.exists(pin)
+    finally:
+        target.close()

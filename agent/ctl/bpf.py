@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from agentsh.agent.ctl.common import api, print_json
+from agentsh.agent.client import ControlError, DaemonUnavailable, call
+from agentsh.agent.ctl.common import api, die, print_json, socket_of
 
 
 def render(st: dict[str, Any]) -> str:
@@ -60,14 +61,24 @@ def bpf_status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--cgroup-path", default="", help="Default: the cgroup2 root.")
 @click.pass_context
 def bpf_detach(ctx: click.Context, local: bool, pin_dir: str, cgroup_path: str) -> None:
-    """Detach every agentsh program and remove the pinned maps (stops enforcement)."""
+    """Detach every agentsh program and remove the pinned maps (stops enforcement).
+
+    Asks the daemon; when it is not running, does it locally (the programs and
+    pinned maps outlive the daemon by design, so this is how to remove them).
+    """
+    if not local:
+        try:
+            removed = call(socket_of(ctx), "POST", "/v1/bpf/detach", {})["removed"]
+        except DaemonUnavailable as e:
+            click.echo(f"{e}; detaching locally", err=True)
+            local = True
+        except ControlError as e:
+            die(str(e))
     if local:
         from agentsh.agent.netmon.cgroup import resolve_cgroup
         from agentsh.agent.netmon.programs import detach_all
 
         removed = detach_all(pin_dir, resolve_cgroup(cgroup_path))
-    else:
-        removed = api(ctx, "POST", "/v1/bpf/detach", {})["removed"]
     for r in removed:
         click.echo(r)
     if not removed:
