@@ -26,15 +26,26 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from agentsh.agent.client import channel_path
+from agentsh.agent.daemon import api_mcp
 from agentsh.agent.daemon.api import build_app, shim_gone
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.decide_channel import DecisionChannel
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor
-from agentsh.agent.events.models import DaemonStarted, DaemonStopping, parse_event, vouch
+from agentsh.agent.events.models import (
+    DaemonStarted,
+    DaemonStopping,
+    PolicyLoaded,
+    PolicyRejected,
+    parse_event,
+    vouch,
+)
 from agentsh.agent.events.writer import EventWriter
+from agentsh.agent.mcp.service import MCPService
+from agentsh.agent.netmon.api import routes as bpf_routes
 from agentsh.agent.policy.loader import LoadedPolicy
+from agentsh.agent.policy.schema import DaemonConfig
 from agentsh.agent.policy.store import PolicyStore
 from agentsh.agent.version import __version__
 
@@ -109,15 +120,13 @@ class Daemon:
     async def run(self) -> int:
         # Where a last good policy may be saved: known before the policy only
         # from --state-dir or the schema default.
-        from agentsh.agent.policy.schema import DaemonConfig
-
         store = PolicyStore(self.ov.config_dir, Path(self.ov.state_dir or DaemonConfig().state_dir))
         lp, start_errors = store.load_initial()  # raises PolicyError when nothing usable
         paths = resolve_paths(lp, self.ov)
         store.state_dir = paths.state_dir
         paths.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
         if start_errors is None:
-            store._write_last_good(lp)
+            store.save_last_good()  # in the state dir the policy names
 
         ev_cfg = lp.policy.events.model_copy(update={"path": str(paths.events_path)})
         writer = EventWriter(ev_cfg)
@@ -132,15 +141,16 @@ class Daemon:
             shims=ShimTable(lp.policy.daemon.shim_heartbeat_timeout_seconds),
         )
         self.ctx = ctx
-        from agentsh.agent.events.models import PolicyLoaded, PolicyRejected
+        # From here on SIGTERM drains the event queue (BPF compilation below takes a while).
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
+        loop.add_signal_handler(signal.SIGINT, self.request_stop, "SIGINT")
 
         if start_errors:
             writer.emit(
                 PolicyRejected(errors=start_errors, files=lp.files, trigger="start", kept_hash=lp.hash)
             )
         writer.emit(PolicyLoaded(hash=lp.hash, files=lp.files, trigger="start"))
-
-        from agentsh.agent.netmon.api import routes as bpf_routes
 
         extra_routes = self._start_mcp(ctx) + bpf_routes(ctx)
         self._prepare_spool(ctx)
@@ -159,13 +169,12 @@ class Daemon:
         _secure_socket(chan_path, lp.policy.daemon.group)
         log.info("control API listening on %s (decisions: %s)", paths.socket, chan_path)
 
-        await self._start_netmon(ctx)
-        self._start_proxy(ctx)
+        if not self._stop.is_set():
+            await self._start_netmon(ctx)
+        if not self._stop.is_set():
+            self._start_proxy(ctx)
         store.subscribe(self._on_policy)
 
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
-        loop.add_signal_handler(signal.SIGINT, self.request_stop, "SIGINT")
         loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
 
         self._tasks.append(
@@ -198,9 +207,6 @@ class Daemon:
         return 0
 
     def _start_mcp(self, ctx: DaemonContext) -> list[web.RouteDef]:
-        from agentsh.agent.daemon import api_mcp
-        from agentsh.agent.mcp.service import MCPService
-
         ctx.mcp = MCPService(ctx.store.policy, ctx.paths.state_dir, ctx.events.emit)
         return api_mcp.routes(ctx)
 

@@ -127,6 +127,11 @@ class PolicyStore:
         self.loaded_at = time.time()
         self._write_last_good(lp)
 
+    def save_last_good(self) -> None:
+        """Save the policy in force as the last good one (after the state dir moved)."""
+        if self._current is not None:
+            self._write_last_good(self._current)
+
     # -- last good snapshot
 
     def _last_good_path(self) -> Path | None:
