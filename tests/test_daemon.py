@@ -330,3 +330,18 @@ def test_spooled_events_from_unprivileged_owners_cannot_forge_daemon_events(daem
     assert ev["uid"] == 65534  # the file owner, not the uid the line claims
     wait_for(lambda: not f.exists(), what="spool file ingested")
     assert not [e for e in daemon.events("policy_loaded") if e["hash"] == "sha256:forged"]
+
+
+@pytest.mark.parametrize("path", ["/v1/events", "/v1/shims/register", "/v1/mcp/tools", "/v1/mcp/decide"])
+def test_invalid_json_body_is_a_400_with_the_reason(daemon: DaemonProc, path: str) -> None:
+    import aiohttp
+
+    async def go() -> tuple[int, dict]:
+        conn = aiohttp.UnixConnector(path=str(daemon.socket))
+        async with aiohttp.ClientSession(connector=conn) as s, s.post(
+            "http://agentshd" + path, data=b"{not json", headers={"Content-Type": "application/json"}
+        ) as r:
+            return r.status, await r.json()
+
+    status, body = asyncio.run(go())
+    assert status == 400 and body["error"].startswith("invalid JSON")

@@ -11,37 +11,17 @@ import os
 import time
 from typing import Any
 
-import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
 from agentsh.agent.daemon.context import DaemonContext
+from agentsh.agent.daemon.jsonhttp import BadInput, bad_input_middleware, json_response, read_json
 from agentsh.agent.daemon.peercred import make_middleware
 from agentsh.agent.daemon.shims import ShimInfo
 from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event, vouch
 from agentsh.agent.version import __version__
 
 MAX_EVENTS_PER_POST = 10_000
-
-
-def _json(data: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
-
-
-async def _body(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw:
-        return {}
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise web.HTTPBadRequest(
-            body=orjson.dumps({"error": f"invalid JSON: {e}"}), content_type="application/json"
-        ) from None
-
-
-def _bad(msg: str) -> web.HTTPBadRequest:
-    return web.HTTPBadRequest(body=orjson.dumps({"error": msg}), content_type="application/json")
 
 
 def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | None = None) -> None:
@@ -125,11 +105,11 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
 
 def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
     async def status(request: web.Request) -> web.Response:
-        return _json(status_payload(ctx))
+        return json_response(status_payload(ctx))
 
     async def get_policy(request: web.Request) -> web.Response:
         lp = ctx.store.current
-        return _json(
+        return json_response(
             {
                 "hash": lp.hash,
                 "files": lp.files,
@@ -141,18 +121,18 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
     async def reload_policy(request: web.Request) -> web.Response:
         ok, res = await ctx.store.reload("api")
         if ok:
-            return _json({"ok": True, "hash": res.hash, "files": res.files})  # type: ignore[union-attr]
-        return _json(
+            return json_response({"ok": True, "hash": res.hash, "files": res.files})  # type: ignore[union-attr]
+        return json_response(
             {"ok": False, "errors": res, "kept_hash": ctx.store.current.hash}, status=422
         )
 
     async def post_events(request: web.Request) -> web.Response:
-        body = await _body(request)
+        body = await read_json(request)
         items = body.get("events") if isinstance(body, dict) else None
         if not isinstance(items, list):
-            raise _bad("expected {\"events\": [...]}")
+            raise BadInput("expected {\"events\": [...]}")
         if len(items) > MAX_EVENTS_PER_POST:
-            raise _bad(f"at most {MAX_EVENTS_PER_POST} events per request")
+            raise BadInput(f"at most {MAX_EVENTS_PER_POST} events per request")
         peer = request.get("peer")
         accepted, rejected, errors = 0, 0, []
         for i, item in enumerate(items):
@@ -177,23 +157,23 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
                 ev.pid = peer.pid
             if ctx.events.emit(ev):
                 accepted += 1
-        return _json({"accepted": accepted, "rejected": rejected, "errors": errors})
+        return json_response({"accepted": accepted, "rejected": rejected, "errors": errors})
 
     async def reopen(request: web.Request) -> web.Response:
         ctx.events.request_reopen()
-        return _json({"ok": True})
+        return json_response({"ok": True})
 
     async def shim_register(request: web.Request) -> web.Response:
-        body = await _body(request)
+        body = await read_json(request)
         server_id = body.get("server_id")
         pid = body.get("pid")
         command = body.get("command") or []
         if not isinstance(server_id, str) or not server_id:
-            raise _bad("server_id (string) is required")
+            raise BadInput("server_id (string) is required")
         if not isinstance(pid, int):
-            raise _bad("pid (int) is required")
+            raise BadInput("pid (int) is required")
         if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
-            raise _bad("command must be a list of strings")
+            raise BadInput("command must be a list of strings")
         peer = request.get("peer")
         info = ctx.shims.register(
             server_id, pid, command, body.get("session_id"), peer.uid if peer else None
@@ -208,31 +188,31 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
                 session_id=info.session_id,
             )
         )
-        return _json({"shim_id": info.shim_id, "policy_hash": ctx.store.current.hash})
+        return json_response({"shim_id": info.shim_id, "policy_hash": ctx.store.current.hash})
 
     async def shim_heartbeat(request: web.Request) -> web.Response:
-        body = await _body(request)
+        body = await read_json(request)
         ok = ctx.shims.heartbeat(
             request.match_info["shim_id"], body.get("tools"), body.get("calls"), body.get("blocks")
         )
         if not ok:
-            return _json({"error": "unknown shim (re-register)"}, status=404)
-        return _json({"ok": True, "policy_hash": ctx.store.current.hash})
+            return json_response({"error": "unknown shim (re-register)"}, status=404)
+        return json_response({"ok": True, "policy_hash": ctx.store.current.hash})
 
     async def shim_unregister(request: web.Request) -> web.Response:
-        body = await _body(request)
+        body = await read_json(request)
         info = ctx.shims.unregister(request.match_info["shim_id"])
         if info is None:
-            return _json({"error": "unknown shim"}, status=404)
+            return json_response({"error": "unknown shim"}, status=404)
         code = body.get("exit_code")
         shim_gone(ctx, info, "shim", code if isinstance(code, int) else None)
-        return _json({"ok": True})
+        return json_response({"ok": True})
 
     async def shims(request: web.Request) -> web.Response:
-        return _json({"shims": ctx.shims.list()})
+        return json_response({"shims": ctx.shims.list()})
 
     async def components(request: web.Request) -> web.Response:
-        return _json({"components": ctx.supervisor.status()})
+        return json_response({"components": ctx.supervisor.status()})
 
     return [
         web.get("/v1/status", status),
@@ -250,14 +230,14 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
 
 def build_app(ctx: DaemonContext, extra_routes: list[web.RouteDef]) -> web.Application:
     app = web.Application(
-        middlewares=[make_middleware(ctx.store.policy.daemon.group)],
+        middlewares=[make_middleware(ctx.store.policy.daemon.group), bad_input_middleware],
         client_max_size=64 * 1024 * 1024,
     )
     app.add_routes(core_routes(ctx))
     app.add_routes(extra_routes)
 
     async def not_found(request: web.Request) -> web.Response:
-        return _json({"error": f"no such endpoint: {request.method} {request.path}"}, status=404)
+        return json_response({"error": f"no such endpoint: {request.method} {request.path}"}, status=404)
 
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

@@ -15,9 +15,9 @@ import asyncio
 import pwd
 from typing import Any
 
-import orjson
 from aiohttp import web
 
+from agentsh.agent.daemon.jsonhttp import BadInput, json_response, read_json
 from agentsh.agent.mcp.types import DecisionRequest
 
 MAX_TOOLS_PER_REGISTRATION = 10_000
@@ -29,30 +29,8 @@ _STR_FIELDS = ("server_id", "session_id", "request_id", "dialect", "tool_call_id
 _REQ_FIELDS = frozenset(DecisionRequest.__dataclass_fields__)
 
 
-def _dumps(o: Any) -> str:
-    return orjson.dumps(o).decode()
-
-
-def _json(data: Any, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=_dumps)
-
-
-class BadInput(ValueError):
-    pass
-
-
 def _err(status: int, msg: str) -> web.Response:
-    return _json({"error": msg}, status=status)
-
-
-async def _body(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw:
-        return {}
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise BadInput(f"invalid JSON: {e}") from None
+    return json_response({"error": msg}, status=status)
 
 
 def parse_decision_request(d: Any, where: str = "") -> DecisionRequest:
@@ -113,7 +91,7 @@ def routes(ctx: Any) -> list[web.RouteDef]:
 
     async def decide(request: web.Request) -> web.Response:
         try:
-            body = await _body(request)
+            body = await read_json(request)
             if isinstance(body, dict) and "requests" in body:
                 items = body["requests"]
                 if not isinstance(items, list):
@@ -122,15 +100,15 @@ def routes(ctx: Any) -> list[web.RouteDef]:
                     raise BadInput(f"at most {MAX_DECISIONS_PER_REQUEST} requests per call")
                 reqs = [parse_decision_request(x, f"requests[{i}]: ") for i, x in enumerate(items)]
                 mcp = ctx.mcp
-                return _json({"decisions": [mcp.decide(r).to_json() for r in reqs]})
+                return json_response({"decisions": [mcp.decide(r).to_json() for r in reqs]})
             req = parse_decision_request(body)
         except BadInput as e:
             return _err(400, str(e))
-        return _json(ctx.mcp.decide(req).to_json())
+        return json_response(ctx.mcp.decide(req).to_json())
 
     async def register(request: web.Request) -> web.Response:
         try:
-            body = await _body(request)
+            body = await read_json(request)
             if not isinstance(body, dict):
                 raise BadInput("expected a JSON object")
             server_id = body.get("server_id")
@@ -177,25 +155,25 @@ def routes(ctx: Any) -> list[web.RouteDef]:
             return _err(400, str(e))
         except ValueError as e:
             return _err(400, str(e))
-        return _json({"tools": [v.to_json() for v in verdicts]})
+        return json_response({"tools": [v.to_json() for v in verdicts]})
 
     async def registry_list(request: web.Request) -> web.Response:
         server = request.query.get("server") or None
-        return _json({"tools": ctx.mcp.list(server)})
+        return json_response({"tools": ctx.mcp.list(server)})
 
     async def registry_show(request: web.Request) -> web.Response:
         server, tool = request.match_info["server"], request.match_info["tool"]
         d = ctx.mcp.show(server, tool)
         if d is None:
             return _err(404, f"no tool {tool!r} from server {server!r} in the registry")
-        return _json(d)
+        return json_response(d)
 
     async def names(request: web.Request) -> web.Response:
-        return _json(ctx.mcp.names())
+        return json_response(ctx.mcp.names())
 
     async def servers(request: web.Request) -> web.Response:
         reg = ctx.mcp.registry
-        return _json(
+        return json_response(
             {
                 "servers": [
                     {
@@ -213,7 +191,7 @@ def routes(ctx: Any) -> list[web.RouteDef]:
 
     async def approve(request: web.Request) -> web.Response:
         try:
-            body = await _body(request)
+            body = await read_json(request)
             if not isinstance(body, dict):
                 raise BadInput("expected a JSON object")
             server = body.get("server")
@@ -238,7 +216,7 @@ def routes(ctx: Any) -> list[web.RouteDef]:
                 return _err(404, f"no {what} in the registry")
         except BadInput as e:
             return _err(400, str(e))
-        return _json({"approved": entries})
+        return json_response({"approved": entries})
 
     return [
         web.post("/v1/mcp/decide", decide),

@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 
 from agentsh.agent.client import channel_path
-from agentsh.agent.daemon.api_mcp import BadInput, parse_decision_request
+from agentsh.agent.daemon.api_mcp import parse_decision_request
+from agentsh.agent.daemon.jsonhttp import BadInput
 from agentsh.agent.daemon.peercred import may_mutate, peer_of_socket
 
 log = logging.getLogger("agentsh.decide")

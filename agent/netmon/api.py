@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from aiohttp import web
 
+from agentsh.agent.daemon.jsonhttp import json_response
 from agentsh.agent.netmon.cgroup import resolve_cgroup
 from agentsh.agent.netmon.errors import BPFUnavailable
 from agentsh.agent.netmon.programs import detach_all
-
-
-def _json(data: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(data, default=str), status=status, content_type="application/json"
-    )
 
 
 def routes(ctx: Any) -> list[web.RouteDef]:
@@ -24,10 +18,10 @@ def routes(ctx: Any) -> list[web.RouteDef]:
     async def status(request: web.Request) -> web.Response:
         mon = ctx.netmon
         if mon is None:
-            return _json(
+            return json_response(
                 {"state": "unavailable", "reason": getattr(ctx, "netmon_error", None) or "not started"}
             )
-        return _json(mon.status())
+        return json_response(mon.status())
 
     async def detach(request: web.Request) -> web.Response:
         mon = ctx.netmon
@@ -44,6 +38,6 @@ def routes(ctx: Any) -> list[web.RouteDef]:
         except BPFUnavailable:
             cgdir = None
         removed = detach_all(net.pin_dir, cgdir)
-        return _json({"removed": removed})
+        return json_response({"removed": removed})
 
     return [web.get("/v1/bpf", status), web.post("/v1/bpf/detach", detach)]

@@ -1,0 +1,38 @@
+"""JSON in and out of the control API: one response helper, one body reader,
+and a middleware that turns ``BadInput`` into a 400 with the message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+
+class BadInput(ValueError):
+    """A request the API cannot act on; answered with 400 and the message."""
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(data, default=str), status=status, content_type="application/json"
+    )
+
+
+async def read_json(request: web.Request) -> Any:
+    """The request body as JSON ({} when empty); BadInput when it is not JSON."""
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise BadInput(f"invalid JSON: {e}") from None
+
+
+@web.middleware
+async def bad_input_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except BadInput as e:
+        return json_response({"error": str(e)}, status=400)
