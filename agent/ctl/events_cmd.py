@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
@@ -24,6 +27,25 @@ def events_path(ctx: click.Context, explicit: str | None) -> Path:
         return Path(st["events"]["path"])
     except DaemonUnavailable:
         return Path(DEFAULT_EVENTS)
+
+
+def read_events(
+    ctx: click.Context,
+    events_file: str | None,
+    types: Iterable[str],
+    since: str | None,
+    follow: bool,
+) -> Iterator[dict[str, Any]]:
+    """Events from the log (--events, else the daemon's): exits with a message
+    when there is no log or --since does not parse."""
+    path = events_path(ctx, events_file)
+    if not path.exists() and not follow:
+        die(f"no event log at {path}")
+    try:
+        since_dt = reader.parse_since(since) if since else None
+    except ValueError as e:
+        die(str(e))
+    return reader.iter_events(str(path), types=set(types) or None, since=since_dt, follow=follow)
 
 
 @click.group()
@@ -52,17 +74,8 @@ def tail(
     unknown = [t for t in types if t not in TYPE_NAMES and not any(c in t for c in "*?[")]
     if unknown:
         die(f"unknown event type(s): {', '.join(unknown)} (see `agentshctl events schema`)")
-    path = events_path(ctx, events_file)
-    if not path.exists() and not follow:
-        die(f"no event log at {path}")
-    try:
-        since_dt = reader.parse_since(since) if since else None
-    except ValueError as e:
-        die(str(e))
-    it = reader.iter_events(path, types=set(types) or None, since=since_dt, follow=follow)
+    it = read_events(ctx, events_file, types, since, follow)
     if lines is not None and not follow:
-        from collections import deque
-
         it = iter(deque(it, maxlen=lines))
     try:
         for ev in it:

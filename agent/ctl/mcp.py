@@ -15,8 +15,7 @@ import click
 import orjson
 
 from agentsh.agent.ctl.common import api, die, print_json, table
-from agentsh.agent.ctl.events_cmd import events_path
-from agentsh.agent.events import reader
+from agentsh.agent.ctl.events_cmd import read_events
 from agentsh.agent.events.models import TYPE_NAMES
 from agentsh.agent.mcp.hashing import short_hash
 from agentsh.agent.policy.schema import SEVERITY_RANK
@@ -221,23 +220,6 @@ def _detail(ev: dict[str, Any]) -> str:
     return ""
 
 
-def _read(
-    ctx: click.Context,
-    events_file: str | None,
-    types: Iterable[str],
-    since: str | None,
-    follow: bool,
-) -> Iterator[dict[str, Any]]:
-    path = events_path(ctx, events_file)
-    if not path.exists() and not follow:
-        die(f"no event log at {path}")
-    try:
-        since_dt = reader.parse_since(since) if since else None
-    except ValueError as e:
-        die(str(e))
-    return reader.iter_events(str(path), types=set(types), since=since_dt, follow=follow)
-
-
 def _check_types(types: Iterable[str]) -> None:
     unknown = [t for t in types if t not in TYPE_NAMES]
     if unknown:
@@ -296,7 +278,7 @@ def mcp_events(
                 str(ev.get("server_id", "") or ev.get("remote_addr", "")),
                 str(ev.get("tool_name", "-")), _severity(ev) or "-", _detail(ev)]
 
-    _emit_rows(_read(ctx, events_file, wanted, since, follow), keep, row, headers, follow,
+    _emit_rows(read_events(ctx, events_file, wanted, since, follow), keep, row, headers, follow,
                as_json)
 
 
@@ -338,7 +320,7 @@ def calls(
                 str(ev.get("tool_name") or ev.get("remote_addr") or "-"),
                 str(ev.get("action", "")), str(ev.get("reason") or "")]
 
-    _emit_rows(_read(ctx, events_file, CALL_EVENT_TYPES, since, follow), keep, row,
+    _emit_rows(read_events(ctx, events_file, CALL_EVENT_TYPES, since, follow), keep, row,
                ["TIMESTAMP", "LAYER", "SERVER", "TOOL", "ACTION", "REASON"], follow, as_json)
 
 
