@@ -1,7 +1,17 @@
-"""Client for the daemon's control API (HTTP over the Unix socket).
+"""Clients of the daemon's sockets.
 
-Used by agentshctl, the shim and the LLM proxy. One keep-alive connection
-pool per client; JSON both ways with orjson.
+Three sockets sit side by side (docs/architecture.md "Sockets and roles"):
+
+* ``<dir>/agentsh.sock`` — agent-side control API (HTTP): registration,
+  events, read-only status. ``ControlClient``.
+* ``<dir>/agentsh-decide.sock`` — agent-side channel: one JSON object per
+  line each way, for the hot path (decisions) and the few other things a
+  layer needs (events with a durable acknowledgement, the policy, the
+  decision snapshot). ``ChannelClient`` (asyncio) and ``SyncChannelClient``
+  (blocking, one connection per thread). The daemon's children get an
+  already-connected channel (a socketpair end) at spawn instead of a path.
+* ``<dir>/agentsh-admin.sock`` — admin API (HTTP): approve, reload, detach,
+  reopen. ``ControlClient(admin_socket_path(...))``.
 """
 
 from __future__ import annotations
@@ -9,6 +19,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +29,22 @@ import aiohttp
 import orjson
 
 DEFAULT_SOCKET = "/run/agentsh/agentsh.sock"
+MAX_DECISION_ARGS_BYTES = 1 << 20
+"""Arguments of a decision request beyond this size travel clipped (a 50 MB
+tools/call is decided on its name, server and a bounded copy of its input;
+``arguments_truncated`` says so in the event)."""
 
 
 def channel_path(control_socket: Path | str) -> Path:
     """The decision channel's socket, next to the control socket."""
     p = Path(control_socket)
     return p.with_name(p.stem + "-decide.sock")
+
+
+def admin_socket_path(control_socket: Path | str) -> Path:
+    """The admin socket, next to the control socket."""
+    p = Path(control_socket)
+    return p.with_name(p.stem + "-admin.sock")
 
 
 def default_socket() -> str:
@@ -38,7 +61,7 @@ class DaemonUnavailable(Exception):
 
 
 class ControlError(Exception):
-    """The daemon answered with a non-2xx status."""
+    """The daemon answered with an error (HTTP non-2xx, or an error line)."""
 
     def __init__(self, status: int, body: Any) -> None:
         msg = body.get("error") if isinstance(body, dict) else body
@@ -47,21 +70,41 @@ class ControlError(Exception):
         self.body = body
 
 
+def cap_decision_request(req: dict[str, Any]) -> dict[str, Any]:
+    """``req`` with its arguments clipped when they are too big to ship."""
+    args = req.get("arguments")
+    if args is None or isinstance(args, int | float | bool):
+        return req
+    try:
+        size = len(orjson.dumps(args))
+    except (TypeError, orjson.JSONEncodeError):
+        size = MAX_DECISION_ARGS_BYTES + 1  # not encodable as is: clip it
+    if size <= MAX_DECISION_ARGS_BYTES:
+        return req
+    from agentsh.agent.lenient_json import clip
+
+    return {
+        **req,
+        "arguments": clip(args, max_depth=16, max_items=200, max_str=16384),
+        "arguments_truncated": True,
+    }
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
 class ControlClient:
+    """HTTP over a Unix socket (the control API or the admin API)."""
+
     def __init__(self, socket_path: str | None = None, timeout: float = 10.0) -> None:
         self.socket_path = socket_path or default_socket()
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
-        self._channel: _DecisionLink | None = None
 
     def _sess(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             conn = aiohttp.UnixConnector(path=self.socket_path, limit=16, keepalive_timeout=60)
-            self._session = aiohttp.ClientSession(
-                connector=conn,
-                timeout=self._timeout,
-                json_serialize=lambda o: orjson.dumps(o).decode(),
-            )
+            self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout)
         return self._session
 
     async def request(self, method: str, path: str, payload: Any = None) -> Any:
@@ -83,23 +126,14 @@ class ControlClient:
                 return body
         except (aiohttp.ClientConnectorError, ConnectionRefusedError, FileNotFoundError) as e:
             raise DaemonUnavailable(self.socket_path, f"cannot connect: {e.__class__.__name__}") from e
+        except PermissionError as e:
+            raise DaemonUnavailable(self.socket_path, "permission denied") from e
         except aiohttp.ServerDisconnectedError as e:
             raise DaemonUnavailable(self.socket_path, "connection closed") from e
+        except aiohttp.ClientOSError as e:
+            raise DaemonUnavailable(self.socket_path, f"connection failed: {e.strerror or e}") from e
         except TimeoutError as e:
             raise DaemonUnavailable(self.socket_path, "timed out") from e
-
-    async def decide(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One tool-call decision (DecisionRequest JSON → Decision JSON).
-
-        Uses the decision channel (agent/daemon/decide_channel.py); falls back
-        to ``POST /v1/mcp/decide`` when the channel socket is absent.
-        """
-        if self._channel is None:
-            self._channel = _DecisionLink(channel_path(self.socket_path), self.socket_path)
-        try:
-            return await self._channel.decide(request)
-        except _NoChannel:
-            return await self.post("/v1/mcp/decide", request)
 
     async def get(self, path: str) -> Any:
         return await self.request("GET", path)
@@ -108,9 +142,6 @@ class ControlClient:
         return await self.request("POST", path, payload if payload is not None else {})
 
     async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
-            self._channel = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -122,61 +153,91 @@ class ControlClient:
         await self.close()
 
 
-class _NoChannel(Exception):
-    pass
+def call(socket_path: str | None, method: str, path: str, payload: Any = None) -> Any:
+    """Synchronous one-shot HTTP call (for CLIs)."""
+
+    async def go() -> Any:
+        async with ControlClient(socket_path) as c:
+            return await c.request(method, path, payload)
+
+    return asyncio.run(go())
 
 
-class _DecisionLink:
-    """A pipelined connection to the decision channel (one reader task
-    dispatching answers by id), reconnected on demand."""
+# --------------------------------------------------------------------------- the channel
 
-    def __init__(self, path: Path, control_socket: str) -> None:
-        self.path = path
-        self.control_socket = control_socket
+
+class ChannelClient:
+    """The line channel from asyncio code: requests pipelined on one
+    connection, answers dispatched by id by one reader task.
+
+    Either connects to ``path`` (reconnecting on demand) or uses ``sock``, a
+    connection handed over at spawn (then a lost connection stays lost: the
+    daemon that made it is gone).
+    """
+
+    def __init__(self, path: Path | str | None = None, *, sock: socket.socket | None = None) -> None:
+        if (path is None) == (sock is None):
+            raise ValueError("give exactly one of path and sock")
+        self.path = str(path) if path is not None else None
+        self._sock = sock
+        self.label = self.path or "inherited channel"
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
-        self._task: asyncio.Task | None = None
-        self._connecting: asyncio.Lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+        self.closed_for_good = False
+
+    @classmethod
+    def from_fd(cls, fd: int) -> ChannelClient:
+        return cls(sock=socket.socket(fileno=fd))
 
     async def _connect(self) -> None:
-        async with self._connecting:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
             if self._writer is not None and not self._writer.is_closing():
                 return
-            if not self.path.exists():
-                if os.path.exists(self.control_socket):
-                    raise _NoChannel()
-                raise DaemonUnavailable(self.control_socket, "no socket")
-            try:
+            if self._sock is not None:
+                if self.closed_for_good:
+                    raise DaemonUnavailable(self.label, "channel closed")
                 self._reader, self._writer = await asyncio.open_unix_connection(
-                    str(self.path), limit=16 * 1024 * 1024
+                    sock=self._sock, limit=64 * 1024 * 1024
                 )
-            except OSError as e:
-                raise DaemonUnavailable(self.control_socket, f"cannot connect: {e.__class__.__name__}") from e
-            self._task = asyncio.create_task(self._read_loop(self._reader))
+            else:
+                assert self.path is not None
+                if not os.path.exists(self.path):
+                    raise DaemonUnavailable(self.path, "no socket")
+                try:
+                    self._reader, self._writer = await asyncio.open_unix_connection(
+                        self.path, limit=64 * 1024 * 1024
+                    )
+                except OSError as e:
+                    raise DaemonUnavailable(self.path, f"cannot connect: {e.__class__.__name__}") from e
+            self._task = asyncio.get_running_loop().create_task(self._read_loop(self._reader))
 
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
-        err: Exception = DaemonUnavailable(self.control_socket, "connection closed")
+        err: Exception = DaemonUnavailable(self.label, "connection closed")
         try:
             while True:
                 line = await reader.readline()
                 if not line:
                     break
                 msg = orjson.loads(line)
-                fut = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), int) else None
+                rid = msg.get("id")
+                fut = self._pending.pop(rid, None) if isinstance(rid, int) else None
                 if fut is None:
                     if msg.get("error"):  # connection-level refusal (e.g. forbidden)
                         err = ControlError(403, msg)
                     continue
-                if fut.done():
-                    continue
-                if "error" in msg:
-                    fut.set_exception(ControlError(400, msg))
-                else:
-                    fut.set_result(msg["decision"])
+                if not fut.done():
+                    if "error" in msg:
+                        fut.set_exception(ControlError(400, msg))
+                    else:
+                        fut.set_result(msg)
         except (ConnectionError, orjson.JSONDecodeError, ValueError) as e:
-            err = DaemonUnavailable(self.control_socket, f"connection lost: {e.__class__.__name__}")
+            err = DaemonUnavailable(self.label, f"connection lost: {e.__class__.__name__}")
         finally:
             pending, self._pending = self._pending, {}
             for fut in pending.values():
@@ -185,8 +246,11 @@ class _DecisionLink:
             if self._writer is not None:
                 self._writer.close()
             self._writer = None
+            if self._sock is not None:
+                self.closed_for_good = True
 
-    async def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Send one request; the answer line (without raising on ``ok``)."""
         if self._writer is None or self._writer.is_closing():
             await self._connect()
         assert self._writer is not None
@@ -194,11 +258,37 @@ class _DecisionLink:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         try:
-            self._writer.write(orjson.dumps({**request, "id": rid}) + b"\n")
+            self._writer.write(orjson.dumps({**msg, "id": rid}) + b"\n")
         except (ConnectionError, RuntimeError) as e:
             self._pending.pop(rid, None)
-            raise DaemonUnavailable(self.control_socket, f"connection lost: {e.__class__.__name__}") from e
-        return await fut
+            raise DaemonUnavailable(self.label, f"connection lost: {e.__class__.__name__}") from e
+        try:
+            return await fut
+        finally:
+            self._pending.pop(rid, None)
+
+    async def decide(self, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        """One tool-call decision (DecisionRequest JSON → Decision JSON).
+
+        The request carries its deadline: a daemon that gets to it later (it was
+        stopped, or overloaded) drops it instead of deciding and logging a
+        decision the caller no longer waits for (the caller decided offline)."""
+        msg = {**cap_decision_request(request), "op": "decide", "deadline": time.time() + timeout}
+        res = await asyncio.wait_for(self.request(msg), timeout)
+        return res["decision"]  # type: ignore[no-any-return]
+
+    async def events(self, events: list[dict[str, Any]]) -> dict[str, Any]:
+        """Hand in events; answered once they are written (durable against a daemon crash)."""
+        return await self.request({"op": "events", "events": events})
+
+    async def policy(self) -> dict[str, Any]:
+        return await self.request({"op": "policy"})
+
+    async def snapshot(self, since: int | None = None) -> dict[str, Any]:
+        return await self.request({"op": "snapshot", "since": since})
+
+    async def report(self, state: dict[str, Any]) -> None:
+        await self.request({"op": "report", "state": state})
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -209,30 +299,27 @@ class _DecisionLink:
                 await self._task
             except (asyncio.CancelledError, Exception):
                 pass
+            self._task = None
 
 
-class SyncDecisionClient:
-    """Blocking client of the decision channel, one connection per thread.
+class SyncChannelClient:
+    """Blocking client of the channel, one connection per thread.
 
-    For callers that wait for a decision on a thread of their own (the shim's
-    relay threads): one write and one line read per decision, no event loop.
+    For callers that wait on a thread of their own (the shim's relay threads,
+    the hook command): one write and one line read per request, no event loop.
     Raises DaemonUnavailable (no channel, connection lost, timeout) or
     ControlError (the daemon refused the request).
     """
 
     def __init__(self, control_socket: str) -> None:
-        import threading
-
         self.control_socket = control_socket
         self.path = channel_path(control_socket)
         self._local = threading.local()
 
-    def _conn(self, timeout: float) -> tuple[Any, Any]:
-        import socket as _socket
-
+    def _conn(self, timeout: float) -> tuple[socket.socket, Any]:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(timeout)
             try:
                 s.connect(str(self.path))
@@ -243,7 +330,7 @@ class SyncDecisionClient:
             conn = (s, s.makefile("rb"))
             self._local.conn = conn
         conn[0].settimeout(timeout)
-        return conn
+        return conn  # type: ignore[no-any-return]
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -252,8 +339,8 @@ class SyncDecisionClient:
             conn[0].close()
             self._local.conn = None
 
-    def decide(self, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-        line = orjson.dumps({**request, "id": 1}) + b"\n"
+    def request(self, msg: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        line = orjson.dumps({**msg, "id": 1}) + b"\n"
         for attempt in (0, 1):
             sock, rfile = self._conn(timeout)
             try:
@@ -269,21 +356,20 @@ class SyncDecisionClient:
             except OSError as e:  # incl. timeouts
                 self.close()
                 raise DaemonUnavailable(self.control_socket, f"{e.__class__.__name__}") from e
-            msg = orjson.loads(answer)
-            if "error" in msg:
-                if msg.get("id") is None:
+            msg_in: dict[str, Any] = orjson.loads(answer)
+            if "error" in msg_in:
+                if msg_in.get("id") is None:
                     self.close()
-                    raise ControlError(403, msg)
-                raise ControlError(400, msg)
-            return msg["decision"]
+                    raise ControlError(403, msg_in)
+                raise ControlError(400, msg_in)
+            return msg_in
         raise DaemonUnavailable(self.control_socket, "connection lost")  # pragma: no cover
 
+    def decide(self, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        msg = {**cap_decision_request(request), "op": "decide", "deadline": time.time() + timeout}
+        res = self.request(msg, timeout)
+        return res["decision"]  # type: ignore[no-any-return]
 
-def call(socket_path: str | None, method: str, path: str, payload: Any = None) -> Any:
-    """Synchronous one-shot call (for CLIs)."""
 
-    async def go() -> Any:
-        async with ControlClient(socket_path) as c:
-            return await c.request(method, path, payload)
-
-    return asyncio.run(go())
+SyncDecisionClient = SyncChannelClient
+"""Former name (the shim's daemon link uses it)."""

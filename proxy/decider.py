@@ -1,11 +1,17 @@
 """Asking the decision pipeline about a tool call seen in an LLM response.
 
-The daemon owns the registry, pins and rate limits, so every decision is one
-POST /v1/mcp/decide (the daemon also emits the ``mcp_tool_call_intercepted``
-event). To keep text responses free of IPC, a ``NameGate`` holds the daemon's
-list of MCP tool names (GET /v1/mcp/names, polled at most once a second): a
-tool name that cannot be an MCP tool is never sent for a decision, and when
-nothing could be blocked at all the relay skips parsing entirely.
+The daemon owns the registry, pins and rate limits, so every decision goes to
+it over the proxy's channel (agent/daemon/channel.py; the daemon also emits
+the ``mcp_tool_call_intercepted`` event). To keep text responses free of IPC,
+a ``NameGate`` holds the names of the daemon's decision snapshot (polled at
+most once a second): a tool name that cannot be an MCP tool is never sent for
+a decision, and when nothing could be blocked at all the relay skips parsing.
+
+When the daemon does not answer (stopped, overloaded), ``ToolJudge`` decides
+with the same pipeline on that snapshot (agent/mcp/offline.py
+``SnapshotDecider``), records the event itself, and says so in its reports:
+"deciding offline" is a degraded state in ``agentshctl status``. Only with no
+snapshot at all does ``fail_closed`` alone decide.
 """
 
 from __future__ import annotations
@@ -18,9 +24,15 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from agentsh.agent.mcp.offline import SnapshotDecider
 from agentsh.agent.mcp.types import Decision, DecisionRequest
 
 log = logging.getLogger("agentsh.proxy")
+
+OFFLINE_HOLD_SECONDS = 5.0
+"""After a decision the daemon did not answer, decide offline at once for this
+long (instead of waiting for a timeout per call); a successful report or
+snapshot poll ends it sooner."""
 
 
 class Decider(Protocol):
@@ -28,14 +40,14 @@ class Decider(Protocol):
 
 
 class DaemonDecider:
-    """Production decider: the daemon's decision channel (agent/daemon/decide_channel.py)."""
+    """Production decider: the daemon over the proxy's channel (ChannelClient)."""
 
-    def __init__(self, client: Any, timeout: float = 5.0) -> None:
+    def __init__(self, client: Any, timeout: float = 2.0) -> None:
         self._client = client
         self._timeout = timeout
 
     async def decide(self, req: DecisionRequest) -> Decision:
-        body = await asyncio.wait_for(self._client.decide(req.to_json()), self._timeout)
+        body = await self._client.decide(req.to_json(), self._timeout)
         return Decision.from_json(body)
 
 
@@ -65,14 +77,14 @@ class NameGate:
         self.names = names
         self.fail_closed = fail_closed
         self.enforce = True
-        self.version: int | None = None
+        self.version: int | str | None = None
 
     def update(self, snap: dict[str, Any]) -> None:
         self.names = frozenset(str(n) for n in snap.get("names") or ())
         self.fail_closed = bool(snap.get("fail_closed", self.fail_closed))
         self.enforce = bool(snap.get("enforce", True))
         v = snap.get("version")
-        self.version = v if isinstance(v, int) else None
+        self.version = v if isinstance(v, int | str) else None
 
     @property
     def plain_copy(self) -> bool:
@@ -91,30 +103,45 @@ class NameGate:
         return False
 
 
-class NamesPoller:
-    """Keeps a NameGate fresh: GET /v1/mcp/names once a second (and on demand)."""
+class SnapshotPoller:
+    """Keeps the NameGate and the offline decider fresh: ``op: snapshot`` on the
+    channel once a second (an unchanged snapshot is one short answer)."""
 
-    def __init__(self, client: Any, gate: NameGate, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        client: Any,
+        gate: NameGate,
+        offline: SnapshotDecider | None = None,
+        interval: float = 1.0,
+        on_ok: Callable[[], None] | None = None,
+    ) -> None:
         self._client = client
         self.gate = gate
+        self.offline = offline
         self._interval = interval
+        self._on_ok = on_ok
         self._task: asyncio.Task[None] | None = None
+        self.version: str | None = None
         self.last_ok: float | None = None
         self.errors = 0
 
     async def refresh(self) -> bool:
         try:
-            snap = await asyncio.wait_for(self._client.get("/v1/mcp/names"), 2.0)
-        except Exception as e:  # daemon down, endpoint missing, timeout: keep the last view
+            res = await asyncio.wait_for(self._client.snapshot(self.version), 2.0)
+        except Exception:  # daemon down or not answering: keep the last view
             self.errors += 1
-            if getattr(e, "status", None) == 404:
-                self.gate.names = None
             return False
+        self.last_ok = time.monotonic()
+        if self._on_ok is not None:
+            self._on_ok()
+        snap = res.get("snapshot") if isinstance(res, dict) else None
         if isinstance(snap, dict):
             self.gate.update(snap)
-            self.last_ok = time.monotonic()
-            return True
-        return False
+            if self.offline is not None:
+                self.offline.update(snap)
+            v = snap.get("version")
+            self.version = v if isinstance(v, str) else None
+        return True
 
     async def _run(self) -> None:
         while True:
@@ -141,7 +168,7 @@ def blocked_text(name: str, reason: str) -> str:
 
 
 class ToolJudge:
-    """Gate + decider + fail-open/closed: one verdict per tool call.
+    """Gate + decider + offline path: one verdict per tool call.
 
     Returns None when the call is not ours to judge (cannot be an MCP tool):
     it passes and no event is written, as for any native tool.
@@ -152,11 +179,36 @@ class ToolJudge:
         decider: Decider,
         gate: NameGate,
         emit: Callable[[dict[str, Any]], None],
+        offline: SnapshotDecider | None = None,
     ) -> None:
         self.decider = decider
         self.gate = gate
         self._emit = emit
+        self.offline = offline
         self.daemon_failures = 0
+        self.offline_decisions = 0
+        self.fail_open = 0
+        self.last_offline_at: float | None = None
+        self.last_fail_open_at: float | None = None
+        self._offline_until = 0.0
+
+    @property
+    def is_offline(self) -> bool:
+        return time.monotonic() < self._offline_until
+
+    def daemon_answered(self) -> None:
+        """Something else reached the daemon: try it again for the next decision."""
+        self._offline_until = 0.0
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "offline": self.is_offline,
+            "offline_decisions": self.offline_decisions,
+            "last_offline_at": self.last_offline_at,
+            "fail_open": self.fail_open,
+            "last_fail_open_at": self.last_fail_open_at,
+            "daemon_failures": self.daemon_failures,
+        }
 
     async def judge(
         self,
@@ -177,36 +229,54 @@ class ToolJudge:
             dialect=dialect,
             tool_call_id=call_id,
         )
-        try:
-            return await self.decider.decide(req)
-        except Exception as e:  # the daemon is unreachable or failed: policy says what to do
-            self.daemon_failures += 1
+        why = "offline"
+        if not self.is_offline:
+            try:
+                return await self.decider.decide(req)
+            except Exception as e:  # unreachable, timed out, refused: decide without it
+                self.daemon_failures += 1
+                self._offline_until = time.monotonic() + OFFLINE_HOLD_SECONDS
+                why = e.__class__.__name__
+                log.warning("agentshd did not decide tool %r (%s); deciding offline", name, why)
+        return self._decide_offline(req, why)
+
+    def _decide_offline(self, req: DecisionRequest, why: str) -> Decision | None:
+        name = req.tool_name
+        self.last_offline_at = time.time()
+        off = self.offline
+        if off is not None and off.version is not None:
+            self.offline_decisions += 1
+            d = off.decide(req)
+            if not d.known and not d.blocked:
+                return None  # not an MCP tool by the last snapshot: passes, like online
+            d.reason = f"{d.reason} (decided offline: agentshd unavailable)" if d.reason else "decided offline: agentshd unavailable"
+        else:
             closed = self.gate.fail_closed
-            why = e.__class__.__name__
-            log.warning("decision for tool %r failed (%s); failing %s", name, why, "closed" if closed else "open")
             d = Decision(
                 action="block" if closed else "allow",
-                reason=f"agentshd unavailable ({why}), fail {'closed' if closed else 'open'}",
+                reason=f"agentshd unavailable ({why}) and no decision snapshot, fail {'closed' if closed else 'open'}",
                 known=False,
                 tool_name=name,
             )
-            # The daemon could not record this decision; record it ourselves
-            # (spooled if the daemon stays down) so no block goes unlogged.
-            if closed or (self.gate.names is not None and self.gate.needs(name)):
-                self._emit(
-                    {
-                        "type": "mcp_tool_call_intercepted",
-                        "source": "proxy",
-                        "request_id": request_id,
-                        "dialect": dialect,
-                        "tool_name": name,
-                        "tool_call_id": call_id,
-                        "input": arguments,
-                        "server_id": "",
-                        "server_type": "",
-                        "tool_hash": "",
-                        "action": d.action,
-                        "reason": d.reason,
-                    }
-                )
-            return d
+            if not closed:
+                self.fail_open += 1
+                self.last_fail_open_at = self.last_offline_at
+        # The daemon could not record this decision; record it ourselves
+        # (handed in or spooled, never lost) so no block goes unlogged.
+        self._emit(
+            {
+                "type": "mcp_tool_call_intercepted",
+                "source": "proxy",
+                "request_id": req.request_id,
+                "dialect": req.dialect,
+                "tool_name": name,
+                "tool_call_id": req.tool_call_id,
+                "input": req.arguments,
+                "server_id": d.server_id,
+                "server_type": d.server_type,
+                "tool_hash": d.tool_hash,
+                "action": d.action,
+                "reason": d.reason,
+            }
+        )
+        return d

@@ -1,15 +1,23 @@
 """``python -m agentsh.proxy``: the LLM proxy process (started by agentshd).
 
-Order matters: fetch the policy from the daemon, bind the listen socket,
-prepare the spool/body directories, drop root, and only then start serving.
-SIGHUP re-fetches the policy (the daemon sends it after a reload); SIGTERM
-stops gracefully, flushing (or spooling) every pending event.
+Order matters: arm the parent-death signal, get the policy over the channel
+the daemon handed us (``--channel-fd``), bind the listen socket, prepare the
+spool/body directories, drop root (and re-arm the parent-death signal, which
+a credential change clears), and only then start serving and report
+``ready``. SIGHUP re-fetches the policy (the daemon sends it after a reload);
+SIGTERM stops gracefully, handing in (or spooling) every pending event.
+
+Exit codes: 0 stopped; 78 (EX_CONFIG) cannot run with this configuration —
+the port cannot be bound — after reporting the one-line reason to the daemon,
+so its status shows it instead of a crash loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
+import os
 import signal
 import socket
 import sys
@@ -18,10 +26,11 @@ from typing import Any
 
 import click
 
-from agentsh.agent.client import ControlClient, DaemonUnavailable, default_socket
+from agentsh.agent.client import ChannelClient, DaemonUnavailable, channel_path, default_socket
+from agentsh.agent.mcp.offline import SnapshotDecider
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.bodystore import bodies_path
-from agentsh.proxy.decider import DaemonDecider, NameGate, NamesPoller
+from agentsh.proxy.decider import DaemonDecider, NameGate, SnapshotPoller
 from agentsh.proxy.privileges import drop_privileges, prepare_dir, prepare_file, resolve_account
 from agentsh.proxy.reporter import EventReporter
 from agentsh.proxy.server import ProxyServer
@@ -29,18 +38,37 @@ from agentsh.proxy.upstream import tls_context as upstream_tls_context
 
 log = logging.getLogger("agentsh.proxy")
 
+EX_CONFIG = 78
+REPORT_SECONDS = 2.0
+_PR_SET_PDEATHSIG = 1
 
-async def fetch_policy(client: ControlClient, policy_dir: str | None, attempts: int = 20) -> Policy:
+
+def arm_parent_death(parent_pid: int | None) -> None:
+    """Die with the daemon (kill -9 of the daemon must not leave an orphan
+    holding the port). Re-armed after the privilege drop: a credential change
+    clears it. If the parent is already gone, exit now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux/glibc
+        return
+    if parent_pid is not None and os.getppid() != parent_pid:
+        print("agentsh-proxy: agentshd is gone; exiting", file=sys.stderr, flush=True)
+        os._exit(0)
+
+
+async def fetch_policy(chan: ChannelClient | None, policy_dir: str | None, attempts: int = 20) -> Policy:
     last: Exception | None = None
-    for _ in range(attempts):
-        try:
-            doc = await client.get("/v1/policy")
-            return Policy.model_validate(doc["policy"])
-        except DaemonUnavailable as e:
-            last = e
-            if policy_dir:
-                break
-            await asyncio.sleep(0.5)
+    if chan is not None:
+        for _ in range(attempts):
+            try:
+                doc = await asyncio.wait_for(chan.policy(), 5.0)
+                return Policy.model_validate(doc["policy"])
+            except (DaemonUnavailable, TimeoutError) as e:
+                last = e
+                if policy_dir or chan.closed_for_good:
+                    break
+                await asyncio.sleep(0.5)
     if policy_dir:
         from agentsh.agent.policy.loader import load_dir
 
@@ -54,58 +82,121 @@ def bind(listen: str) -> socket.socket:
     host = host.strip("[]")
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, int(port)))
-    s.listen(1024)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, int(port)))
+        s.listen(1024)
+    except BaseException:
+        s.close()
+        raise
     s.setblocking(False)
     return s
 
 
 async def run(
-    socket_path: str, user: str | None, listen: str | None, policy_dir: str | None, state_dir_arg: str | None
+    channel_fd: int | None,
+    socket_path: str | None,
+    user: str | None,
+    listen: str | None,
+    policy_dir: str | None,
+    state_dir_arg: str | None,
+    parent_pid: int | None,
 ) -> int:
-    client = ControlClient(socket_path)
-    policy = await fetch_policy(client, policy_dir)
+    arm_parent_death(parent_pid)
+    chan: ChannelClient | None
+    if channel_fd is not None:
+        chan = ChannelClient.from_fd(channel_fd)
+    elif socket_path is not None or policy_dir is None:
+        chan = ChannelClient(channel_path(socket_path or default_socket()))
+    else:
+        chan = None
+    policy = await fetch_policy(chan, policy_dir)
     if policy.proxy.mode == "disabled":
         log.info("proxy.mode is disabled; exiting")
-        await client.close()
         return 0
     listen = listen or policy.proxy.listen
-    sock = bind(listen)
+    try:
+        sock = bind(listen)
+    except OSError as e:
+        msg = f"cannot listen on {listen}: {e.strerror or e}"
+        print(f"agentsh-proxy: {msg}", file=sys.stderr, flush=True)
+        if chan is not None:
+            try:
+                await asyncio.wait_for(chan.report({"ready": False, "error": msg}), 2.0)
+            except Exception:
+                pass
+        return EX_CONFIG
     state_dir = Path(state_dir_arg or policy.daemon.state_dir)
     acct = resolve_account(user or policy.daemon.user, policy.daemon.group)
     spool_dir = state_dir / "spool"
     prepare_dir(spool_dir, acct, 0o770, take_over=False)
     prepare_dir(bodies_path(state_dir).parent, acct, 0o700, take_over=True)
-    reporter = EventReporter(client, spool_dir)
+    reporter = EventReporter(chan, spool_dir)
     prepare_file(reporter.spool_path, acct)
     # Load the CA store while still root: a bundle given by SSL_CERT_FILE may be
     # readable by root only, and the dropped user must still verify upstreams.
     upstream_tls_context()
     drop_privileges(acct)
+    arm_parent_death(parent_pid)
 
     gate = NameGate(None, policy.mcp.fail_closed)
-    poller = NamesPoller(client, gate)
-    await poller.refresh()
-    poller.start()
+    offline = SnapshotDecider(policy)
+    server = ProxyServer(
+        policy,
+        decider=DaemonDecider(chan) if chan is not None else _NoDaemon(),
+        gate=gate,
+        sink=reporter,
+        state_dir=state_dir,
+    )
+    server.judge.offline = offline
+    poller = SnapshotPoller(chan, gate, offline, on_ok=server.judge.daemon_answered)
+    if chan is not None:
+        await poller.refresh()
+        poller.start()
     reporter.start()
-    server = ProxyServer(policy, decider=DaemonDecider(client), gate=gate, sink=reporter, state_dir=state_dir)
     port = await server.start(sock=sock)
-    print(f"agentsh-proxy: listening on {listen.rpartition(':')[0]}:{port} mode={policy.proxy.mode}", file=sys.stderr, flush=True)
+    host = listen.rpartition(":")[0]
+    print(f"agentsh-proxy: listening on {host}:{port} mode={policy.proxy.mode}", file=sys.stderr, flush=True)
+
+    def state() -> dict[str, Any]:
+        return {
+            "ready": True,
+            "listen": f"{host}:{port}",
+            "uid": os.getuid(),
+            "mode": server.cfg.mode,
+            "snapshot_version": poller.version,
+            "events": reporter.stats(),
+            "events_dropped": reporter.dropped,
+            "requests": server.counts.get("requests", 0),
+            **server.judge.health(),
+        }
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     tasks: set[asyncio.Task[Any]] = set()
 
+    async def report_loop() -> None:
+        while chan is not None:
+            try:
+                await asyncio.wait_for(chan.report(state()), 2.0)
+                server.judge.daemon_answered()
+            except Exception:
+                if chan.closed_for_good:
+                    log.error("the channel to agentshd is closed; exiting")
+                    stop.set()
+                    return
+            await asyncio.sleep(REPORT_SECONDS)
+
     async def reload() -> None:
         try:
-            p = await fetch_policy(client, None, attempts=1)
+            p = await fetch_policy(chan, None, attempts=1)
         except SystemExit as e:
             log.warning("SIGHUP: %s; keeping the current policy", e)
             return
         if p.proxy.listen != policy.proxy.listen:
             log.warning("proxy.listen changed; it takes effect when the proxy restarts")
         server.update_policy(p)
+        offline.update_policy(p)
         await poller.refresh()
         log.info("policy reloaded")
 
@@ -114,32 +205,46 @@ async def run(
         tasks.add(t)
         t.add_done_callback(tasks.discard)
 
+    rep_task = loop.create_task(report_loop())
     loop.add_signal_handler(signal.SIGHUP, on_hup)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
     await stop.wait()
+    rep_task.cancel()
     await server.stop()
     await poller.stop()
     await reporter.stop()
-    await client.close()
+    if chan is not None:
+        await chan.close()
     return 0
 
 
+class _NoDaemon:
+    """Standalone run without a daemon (``--policy-dir`` only): every decision is offline."""
+
+    async def decide(self, req: Any) -> Any:
+        raise DaemonUnavailable("-", "running without agentshd")
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--socket", "socket_path", default=None, help="agentshd control socket.")
+@click.option("--channel-fd", type=int, default=None, help="Connected channel to agentshd (given by the daemon).")
+@click.option("--socket", "socket_path", default=None, help="agentshd control socket (standalone runs; its -decide.sock is used).")
 @click.option("--user", default=None, help="Account to drop to (default: policy daemon.user, else nobody).")
 @click.option("--listen", default=None, help="HOST:PORT (default: policy proxy.listen).")
 @click.option("--policy-dir", default=None, help="Policy directory to use when the daemon is unreachable.")
 @click.option("--state-dir", default=None, help="The daemon's state dir (spool, bodies); default: policy daemon.state_dir.")
+@click.option("--parent-pid", type=int, default=None, help="The daemon's pid (exit when it is gone).")
 @click.option("--log-level", default="INFO", show_default=True)
 def main(
+    channel_fd: int | None,
     socket_path: str | None,
     user: str | None,
     listen: str | None,
     policy_dir: str | None,
     state_dir: str | None,
+    parent_pid: int | None,
     log_level: str,
 ) -> None:
     """The agentsh LLM proxy."""
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    sys.exit(asyncio.run(run(socket_path or default_socket(), user, listen, policy_dir, state_dir)))
+    sys.exit(asyncio.run(run(channel_fd, socket_path, user, listen, policy_dir, state_dir, parent_pid)))

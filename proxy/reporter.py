@@ -1,10 +1,12 @@
 """Getting the proxy's events to the daemon without losing any.
 
-Events are queued in memory and sent in batches (POST /v1/events) by one
+Events are queued in memory and handed in in batches over the proxy's
+channel (``op: events``, answered once the daemon has written them) by one
 background task. When the daemon cannot take them they are appended to a
-spool file (``<state_dir>/spool/proxy-<pid>-<start>.jsonl``) that the daemon
-ingests later. Only when even the spool cannot be written are events counted
-as dropped (and said so on stderr, which the supervisor logs).
+spool file (``<state_dir>/spool/proxy-<pid>-<start>.jsonl.tmp``) that the
+proxy replays itself once the daemon answers again, or the daemon ingests
+after the proxy is gone. Only when even the spool cannot be written are
+events counted as dropped (reported to the daemon, which shows it in status).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ class EventReporter:
                         batch.append(orjson.loads(ln))
                     except orjson.JSONDecodeError:
                         continue
-                await asyncio.wait_for(self._client.post("/v1/events", {"events": batch}), 5.0)
+                await self._send(batch)
                 sent += len(chunk)
                 self.sent += len(batch)
         except Exception as e:
@@ -119,13 +121,18 @@ class EventReporter:
         except OSError as e:
             log.error("cannot rewrite spool %s: %s", self.spool_path, e)
 
+    async def _send(self, batch: list[dict[str, Any]]) -> None:
+        if self._client is None:
+            raise ConnectionError("no daemon client")
+        res = await asyncio.wait_for(self._client.events(batch), 5.0)
+        if isinstance(res, dict) and res.get("rejected"):
+            log.error("agentshd refused %s proxy events: %s", res["rejected"], res.get("errors"))
+
     async def flush(self) -> None:
         while self._pending:
             batch, self._pending = self._pending[: self._batch_max], self._pending[self._batch_max :]
             try:
-                if self._client is None:
-                    raise ConnectionError("no daemon client")
-                await asyncio.wait_for(self._client.post("/v1/events", {"events": batch}), 5.0)
+                await self._send(batch)
                 self.sent += len(batch)
                 if self._spool_dirty:
                     await self._replay_spool()

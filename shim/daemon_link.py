@@ -3,7 +3,7 @@
 Runs on the shim's asyncio loop (main thread); the relay threads reach it
 through ``call()`` (run_coroutine_threadsafe with a timeout). When the daemon
 is unreachable the link goes ``down``: the caller falls back to local
-decisions (shim/offline.py) and events go to the spool (shim/spool.py). A
+decisions (agent/mcp/offline.py) and events go to the spool (shim/spool.py). A
 reconnect task polls the socket; when the daemon is back the shim registers
 again, re-sends the tools it knows (so the daemon can decide on them) and
 seals the spool segment so the daemon ingests it.
@@ -141,6 +141,8 @@ class DaemonLink:
         self.went_down_at: float | None = None
         self.reconnects = 0
         self.events_sent = 0
+        self.spooled_at: float | None = None
+        """When events last went to the spool (epoch seconds), for the heartbeat."""
         self._events: collections.deque[dict[str, Any]] = collections.deque()
         self._sender: asyncio.Task[Any] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -257,6 +259,7 @@ class DaemonLink:
         when the daemon is down."""
         if self._closing and self._sender is None:
             self.spool.write([event])
+            self.spooled_at = time.time()
             return
         self._events.append(event)
 
@@ -285,6 +288,7 @@ class DaemonLink:
             except ControlError as e:
                 log.error("agentshd refused shim events: %s", e)
         self.spool.write(batch)
+        self.spooled_at = time.time()
 
     # ------------------------------------------------------------------ background
 

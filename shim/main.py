@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +30,11 @@ import click
 
 from agentsh.agent.client import default_socket
 from agentsh.agent.events.models import ProtocolError, ShimExited, ShimRegistered
+from agentsh.agent.mcp.offline import LocalDecider, event_json, load_policy
 from agentsh.agent.mcp.serverid import server_id_for
 from agentsh.agent.mcp.types import Decision, DecisionRequest
 from agentsh.shim.daemon_link import DaemonLink, LinkDown
 from agentsh.shim.inspector import MessageInspector
-from agentsh.shim.offline import LocalDecider, event_json, load_policy
 from agentsh.shim.relay import Output, RelayStats, grow_pipe, pump_client, pump_server
 from agentsh.shim.spool import Spool, spool_dir
 
@@ -122,6 +123,7 @@ class Shim:
         self.proc: subprocess.Popen[bytes] | None = None
         self._reported_invalid = 0
         self._reported_oversized = 0
+        self.last_offline_at: float | None = None
 
     # ------------------------------------------------------------------ Gate
 
@@ -145,6 +147,7 @@ class Shim:
                 d = None
         if d is None:
             self._sync_local()
+            self.last_offline_at = time.time()
             d = self.local.decide(name, arguments, jsonrpc_id)
         return (not d.blocked), d.reason
 
@@ -173,6 +176,9 @@ class Shim:
 
     def tools_changed(self) -> None:
         log.info("server %s announced tools/list_changed", self.server_id)
+
+    def tool_result(self, name: str, call_id: Any, result: Any) -> None:
+        """The parsed result of an allowed tools/call before the client gets it (not used yet)."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -208,14 +214,29 @@ class Shim:
             await self.link.post("/v1/mcp/tools", self._tools_payload(tools, True), REGISTER_TIMEOUT)
 
     def _register_payload(self) -> dict[str, Any]:
-        p: dict[str, Any] = {"server_id": self.server_id, "pid": self.pid, "command": self.command}
+        p: dict[str, Any] = {
+            "server_id": self.server_id,
+            "pid": self.pid,
+            "command": self.command,
+            "spool_dir": str(self.spool.dir),
+        }
         if self.session_id:
             p["session_id"] = self.session_id
         return p
 
     def _heartbeat_payload(self) -> dict[str, Any]:
         s = self.inspector.stats
-        return {"tools": s.tools, "calls": s.calls, "blocks": s.blocks}
+        last = self.last_offline_at
+        if self.link.spooled_at is not None and (last is None or self.link.spooled_at > last):
+            last = self.link.spooled_at
+        return {
+            "tools": s.tools,
+            "calls": s.calls,
+            "blocks": s.blocks,
+            "offline_decisions": self.local.decisions,
+            "spooled": self.spool.written,
+            "last_offline_at": last,
+        }
 
     def _report_protocol_errors(self) -> None:
         s = self.inspector.stats
@@ -227,7 +248,7 @@ class Shim:
             self.link.emit(event_json(ProtocolError(
                 source="shim", layer="shim", server_id=self.server_id, pid=self.pid,
                 session_id=self.session_id, count=d_inv,
-                detail=(f"{d_inv} line(s) that are not JSON-RPC forwarded unchanged "
+                detail=(f"{d_inv} message(s) refused, not forwarded "
                         f"(client total {s.invalid['client']}, server total {s.invalid['server']}; "
                         f"{reasons})"),
             )))
@@ -236,7 +257,7 @@ class Shim:
             self.link.emit(event_json(ProtocolError(
                 source="shim", layer="shim", server_id=self.server_id, pid=self.pid,
                 session_id=self.session_id, count=d_over,
-                detail=f"{d_over} oversized line(s) forwarded without inspection",
+                detail=f"{d_over} oversized line(s) refused, not forwarded",
             )))
             self._reported_oversized = oversized
 

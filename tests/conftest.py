@@ -77,6 +77,10 @@ class DaemonProc:
     proc: subprocess.Popen | None = None
     env: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def admin_socket(self) -> Path:
+        return self.socket.with_name(self.socket.stem + "-admin.sock")
+
     def start(self, wait: bool = True) -> DaemonProc:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         logf = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child

@@ -67,6 +67,11 @@ async def post(d: DaemonProc, path: str, payload: Any) -> Any:
         return await c.post(path, payload)
 
 
+async def post_admin(d: DaemonProc, path: str, payload: Any) -> Any:
+    async with ControlClient(str(d.admin_socket)) as c:
+        return await c.post(path, payload)
+
+
 async def get(d: DaemonProc, path: str) -> Any:
     async with ControlClient(str(d.socket)) as c:
         return await c.get(path)
@@ -75,7 +80,7 @@ async def get(d: DaemonProc, path: str) -> Any:
 async def cli(d: DaemonProc, *args: str) -> Any:
     """Run `agentshctl mcp ...` (it runs its own event loop: use a thread)."""
     return await asyncio.to_thread(
-        CliRunner().invoke, mcp_cli, list(args), obj={"socket": str(d.socket)}
+        CliRunner().invoke, mcp_cli, list(args), obj={"socket": str(d.socket), "admin_socket": str(d.admin_socket)}
     )
 
 
@@ -196,27 +201,40 @@ async def test_changed_tool_is_blocked_until_approved(agentshd: DaemonProc) -> N
     assert header.split() == ["SERVER", "TOOL", "HASH", "STATUS", "DETECTIONS"]
     assert row.split()[:4] == ["rug", "fetch", tool_hash(tool("fetch", "v2"))[7:15], "changed!"]
 
-    r = await cli(agentshd, "approve", "rug:fetch", "--by", "alice")
+    r = await cli(agentshd, "approve", "rug:fetch")
     assert r.exit_code == 0, r.output
     assert r.output.startswith("approved rug:fetch ")
     d = await post(agentshd, "/v1/mcp/decide", {"tool_name": "fetch", "server_id": "rug"})
     assert d["action"] == "allow"
     shown = await get(agentshd, "/v1/mcp/registry/rug/fetch")
-    assert (shown["status"], shown["approved_by"]) == ("approved", "alice")
+    assert (shown["status"], shown["approved_by"]) == ("approved", "root")  # from SO_PEERCRED
+    ev = agentshd.wait_event("admin_action", lambda e: e["action"] == "mcp_approve" and e["detail"]["server"] == "rug")
+    assert ev["uid"] == 0 and ev["detail"]["approved"] == [{"tool": "fetch", "hash": shown["hash"]}]
 
 
 async def test_approve_and_show_unknown_are_404(agentshd: DaemonProc) -> None:
     for call in (
-        post(agentshd, "/v1/mcp/approve", {"server": "nope", "tool": "x"}),
-        post(agentshd, "/v1/mcp/approve", {"server": "nope", "all": True}),
+        post_admin(agentshd, "/v1/mcp/approve", {"server": "nope", "tool": "x"}),
+        post_admin(agentshd, "/v1/mcp/approve", {"server": "nope", "all": True}),
         get(agentshd, "/v1/mcp/registry/nope/x"),
     ):
         with pytest.raises(ControlError) as ei:
             await call
         assert ei.value.status == 404
     with pytest.raises(ControlError) as ei:
-        await post(agentshd, "/v1/mcp/approve", {"server": "rug", "tool": "x", "all": True})
+        await post_admin(agentshd, "/v1/mcp/approve", {"server": "rug", "tool": "x", "all": True})
     assert ei.value.status == 400
+
+
+async def test_approval_cannot_name_its_approver_or_come_through_the_agent_socket(agentshd: DaemonProc) -> None:
+    await post(agentshd, "/v1/mcp/tools", {"server_id": "forge", "tools": [tool("t")]})
+    with pytest.raises(ControlError) as ei:
+        await post_admin(agentshd, "/v1/mcp/approve", {"server": "forge", "tool": "t", "approved_by": "root"})
+    assert ei.value.status == 400 and "credentials" in ei.value.body["error"]
+    with pytest.raises(ControlError) as ei:
+        await post(agentshd, "/v1/mcp/approve", {"server": "forge", "tool": "t"})
+    assert ei.value.status == 403 and "admin socket" in ei.value.body["error"]
+    assert (await get(agentshd, "/v1/mcp/registry/forge/t"))["approved"] is False
 
 
 async def test_approve_all_via_cli_and_json_listing(agentshd: DaemonProc) -> None:

@@ -12,23 +12,35 @@ import subprocess
 import orjson
 import pytest
 
-from agentsh.agent.client import ControlClient
+from agentsh.agent.client import ChannelClient, ControlClient, ControlError, channel_path
 from tests.conftest import AGENTSHCTL, BASE_TEST_POLICY, DaemonProc, read_events, wait_for
 
 
-def test_status_over_socket_reports_healthy_daemon(daemon: DaemonProc) -> None:
+def test_status_says_degraded_and_names_each_layer_the_policy_turns_off(daemon: DaemonProc) -> None:
+    """The test policy turns the BPF layer and the LLM proxy off: status must not
+    call that healthy (it would claim protection nobody delivers)."""
     r = daemon.ctl("status", "--json")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr
     st = json.loads(r.stdout)
-    assert st["healthy"] is True
+    assert st["healthy"] is False
+    assert "LLM proxy disabled by policy (proxy.mode: disabled)" in st["degraded_reasons"]
+    assert "BPF network layer disabled by policy (network.enabled: false)" in st["degraded_reasons"]
     assert st["pid"] == daemon.proc.pid
     assert st["policy"]["files"] == [str(daemon.config_dir / "agentsh.yaml")]
     assert st["policy"]["hash"].startswith("sha256:")
     assert st["events"]["path"] == str(daemon.events_path)
     assert st["bpf"]["state"] == "disabled"
     human = daemon.ctl("status")
-    assert human.returncode == 0
-    assert "healthy" in human.stdout and str(daemon.proc.pid) in human.stdout
+    assert human.returncode == 1
+    assert "DEGRADED" in human.stdout and str(daemon.proc.pid) in human.stdout
+    assert "  ! LLM proxy disabled by policy (proxy.mode: disabled)" in human.stdout.splitlines()
+
+
+def test_enforce_policy_false_is_reported_as_degraded(daemon: DaemonProc) -> None:
+    daemon.write_policy(BASE_TEST_POLICY + "mcp:\n  enforce_policy: false\n")
+    assert daemon.ctl("policy", "reload").returncode == 0
+    st = json.loads(daemon.ctl("status", "--json").stdout)
+    assert "mcp.enforce_policy is false: decisions are reported, nothing is blocked" in st["degraded_reasons"]
 
 
 def test_status_when_daemon_unreachable_exits_2_with_one_line(tmp_path) -> None:
@@ -42,18 +54,38 @@ def test_socket_is_0660(daemon: DaemonProc) -> None:
     assert (daemon.socket.stat().st_mode & 0o777) == 0o660
 
 
-def test_mutating_endpoint_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
-    # Loosen the socket mode so `nobody` can connect at all: the SO_PEERCRED
-    # check must still refuse it on mutating endpoints (defense in depth).
-    os.chmod(daemon.socket, 0o666)
+def test_sockets_refuse_peers_outside_their_role_even_when_the_mode_lets_them_connect(daemon: DaemonProc) -> None:
+    # Loosen the socket modes so `nobody` can connect at all: the SO_PEERCRED
+    # check must still refuse it, before a byte of the request is parsed.
+    for p in (daemon.socket, daemon.admin_socket):
+        os.chmod(p, 0o666)
     os.chmod(daemon.root, 0o755)
     os.chmod(daemon.socket.parent, 0o755)
     r = daemon.ctl("policy", "reload", user="nobody")
     assert r.returncode == 1
-    assert "HTTP 403" in r.stderr and "forbidden" in r.stderr
-    read_only = daemon.ctl("status", "--json", user="nobody")
-    assert read_only.returncode == 0, read_only.stderr
+    assert "HTTP 403" in r.stderr and "forbidden" in r.stderr and "admin socket" in r.stderr
+    r = daemon.ctl("status", "--json", user="nobody")
+    assert r.returncode == 1 and "HTTP 403" in r.stderr and "agent socket" in r.stderr
     assert not daemon.events("policy_loaded")[1:]  # no reload happened
+    assert not daemon.events("admin_action")
+
+
+def test_admin_acts_are_refused_on_the_agent_socket_and_audited_on_the_admin_socket(daemon: DaemonProc) -> None:
+    async def go() -> tuple[int, dict]:
+        async with ControlClient(str(daemon.socket)) as c:
+            try:
+                await c.post("/v1/policy/reload")
+            except ControlError as e:
+                return e.status, e.body
+        raise AssertionError("reload accepted on the agent socket")
+
+    status, body = asyncio.run(go())
+    assert status == 403 and "only served on the admin socket" in body["error"]
+    assert daemon.ctl("policy", "reload").returncode == 0  # agentshctl uses the admin socket
+    ev = daemon.wait_event("admin_action")
+    assert (ev["action"], ev["outcome"], ev["uid"], ev["pid"]) == ("policy_reload", "ok", 0, ev["pid"])
+    assert ev["exe"] and ev["detail"]["hash"].startswith("sha256:")
+    assert (daemon.admin_socket.stat().st_mode & 0o777) == 0o660
 
 
 def test_bad_reload_is_rejected_and_last_good_policy_stays(daemon: DaemonProc) -> None:
@@ -67,14 +99,15 @@ def test_bad_reload_is_rejected_and_last_good_policy_stays(daemon: DaemonProc) -
     assert any(str(bad) in e for e in ev["errors"])
     st = json.loads(daemon.ctl("status", "--json").stdout)
     assert st["policy"]["hash"] == good_hash
-    assert st["healthy"] is False
+    rejected = "last policy reload was rejected; previous policy in force"
+    assert rejected in st["degraded_reasons"]
     assert daemon.ctl("status").returncode == 1
-    # fix it: the good policy loads and the daemon is healthy again
+    # fix it: the good policy loads and the rejection is no longer a reason
     bad.write_text("mcp:\n  fail_closed: true\n")
     r = daemon.ctl("policy", "reload")
     assert r.returncode == 0, r.stderr
     st = json.loads(daemon.ctl("status", "--json").stdout)
-    assert st["policy"]["hash"] != good_hash and st["healthy"] is True
+    assert st["policy"]["hash"] != good_hash and rejected not in st["degraded_reasons"]
     show = json.loads(daemon.ctl("policy", "show", "--json").stdout)
     assert show["policy"]["mcp"]["fail_closed"] is True
 
@@ -240,18 +273,20 @@ def test_tools_stop_being_current_when_the_last_shim_of_a_server_exits(daemon: D
 
 
 def test_decision_channel_answers_pipelined_requests_in_order(daemon: DaemonProc) -> None:
-    from agentsh.agent.client import ControlError, channel_path
-
     async def go() -> tuple[list[dict], Exception]:
         async with ControlClient(str(daemon.socket)) as c:
             await c.post("/v1/mcp/tools", {"server_id": "fs", "server_type": "stdio",
                                             "tools": [{"name": "read_file", "description": "Reads a file."}]})
+        ch = ChannelClient(channel_path(daemon.socket))
+        try:
             reqs = [{"tool_name": "read_file", "server_id": "fs", "source": "shim", "jsonrpc_id": i} for i in range(50)]
-            answers = await asyncio.gather(*(c.decide(r) for r in reqs))
+            answers = await asyncio.gather(*(ch.decide(r) for r in reqs))
             try:
-                await c.decide({"tool_name": ""})
+                await ch.decide({"tool_name": ""})
             except ControlError as e:
                 return answers, e
+        finally:
+            await ch.close()
         raise AssertionError("bad request accepted")
 
     answers, err = asyncio.run(go())
@@ -263,21 +298,19 @@ def test_decision_channel_answers_pipelined_requests_in_order(daemon: DaemonProc
 
 
 def test_decision_channel_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
-    from agentsh.agent.client import channel_path
-
     os.chmod(channel_path(daemon.socket), 0o666)
     os.chmod(daemon.root, 0o755)
     os.chmod(daemon.socket.parent, 0o755)
     code = (
         "import asyncio,sys\n"
-        "from agentsh.agent.client import ControlClient\n"
+        "from agentsh.agent.client import ChannelClient, channel_path\n"
         "async def go():\n"
-        f"    async with ControlClient({str(daemon.socket)!r}) as c:\n"
-        "        try:\n"
-        "            await c.decide({'tool_name': 'x', 'source': 'shim', 'server_id': 's'})\n"
-        "        except Exception as e:\n"
-        "            print(type(e).__name__, e); return\n"
-        "        print('ALLOWED')\n"
+        f"    c = ChannelClient(channel_path({str(daemon.socket)!r}))\n"
+        "    try:\n"
+        "        await c.decide({'tool_name': 'x', 'source': 'shim', 'server_id': 's'})\n"
+        "    except Exception as e:\n"
+        "        print(type(e).__name__, e); return\n"
+        "    print('ALLOWED')\n"
         "asyncio.run(go())\n"
     )
     import sys

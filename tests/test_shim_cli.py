@@ -28,7 +28,11 @@ cli.add_command(unwrap)
 cli.add_command(inspect)
 
 
+NO_DAEMON = "/nonexistent/agentsh.sock"
+
+
 def run(*args: str, input: str | None = None, env: dict[str, str] | None = None):
+    env = {"AGENTSH_SOCKET": NO_DAEMON, **(env or {})}
     return CliRunner().invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
 
 
@@ -58,14 +62,15 @@ def test_wrap_claude_code_user_scope_wraps_stdio_entries_and_keeps_the_rest(tmp_
     doc = json.loads(cfg.read_text())
     fs = doc["mcpServers"]["filesystem"]
     assert Path(fs["command"]).name == "agentsh-shim" and Path(fs["command"]).is_absolute()
-    assert fs["args"] == ["--server-id", "filesystem", "--", "npx", "-y",
+    # no daemon to ask: the socket is recorded, and the user is told what that means
+    assert fs["args"] == ["--server-id", "filesystem", "--socket", NO_DAEMON, "--", "npx", "-y",
                           "@modelcontextprotocol/server-filesystem", "/home/u"]
     assert fs["env"] == {"DEBUG": "1"} and fs["type"] == "stdio"
     assert doc["mcpServers"]["remote"] == CLAUDE_JSON["mcpServers"]["remote"]
-    assert doc["mcpServers"]["internal"]["args"] == ["--server-id", "internal", "--",
-                                                     "/opt/tools/run-thing"]
+    assert doc["mcpServers"]["internal"]["args"] == ["--server-id", "internal", "--socket", NO_DAEMON,
+                                                     "--", "/opt/tools/run-thing"]
     sq = doc["projects"]["/home/u/proj"]["mcpServers"]["sqlite"]
-    assert sq["args"][:4] == ["--server-id", "sqlite", "--", "uvx"]
+    assert sq["args"][:6] == ["--server-id", "sqlite", "--socket", NO_DAEMON, "--", "uvx"]
     assert doc["numStartups"] == 12
     backups = list(tmp_path.glob(".claude.json.agentsh-backup-*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == CLAUDE_JSON

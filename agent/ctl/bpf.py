@@ -68,8 +68,10 @@ def bpf_detach(ctx: click.Context, local: bool, pin_dir: str, cgroup_path: str) 
     """
     if not local:
         try:
-            removed = call(socket_of(ctx), "POST", "/v1/bpf/detach", {})["removed"]
+            removed = call(socket_of(ctx, admin=True), "POST", "/v1/bpf/detach", {})["removed"]
         except DaemonUnavailable as e:
+            if e.why == "permission denied":
+                die(f"{e.socket_path}: permission denied (bpf detach needs root or group agentsh-admin)")
             click.echo(f"{e}; detaching locally", err=True)
             local = True
         except ControlError as e:

@@ -11,8 +11,11 @@ import orjson
 from agentsh.agent.client import ControlError, DaemonUnavailable, call
 
 
-def socket_of(ctx: click.Context) -> str | None:
-    return ctx.find_root().obj.get("socket") if ctx.find_root().obj else None
+def socket_of(ctx: click.Context, admin: bool = False) -> str | None:
+    obj = ctx.find_root().obj
+    if not obj:
+        return None
+    return obj.get("admin_socket" if admin else "socket")
 
 
 def die(msg: str, code: int = 1) -> NoReturn:
@@ -20,11 +23,14 @@ def die(msg: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def api(ctx: click.Context, method: str, path: str, payload: Any = None) -> Any:
-    """Call the daemon; exit 2 with one line when it is unreachable."""
+def api(ctx: click.Context, method: str, path: str, payload: Any = None, admin: bool = False) -> Any:
+    """Call the daemon (``admin``: on the admin socket); exit 2 with one line
+    when it is unreachable, 1 when it refuses."""
     try:
-        return call(socket_of(ctx), method, path, payload)
+        return call(socket_of(ctx, admin), method, path, payload)
     except DaemonUnavailable as e:
+        if admin and e.why == "permission denied":
+            die(f"{e.socket_path}: permission denied (administrative commands need root or group agentsh-admin)", 1)
         die(str(e), 2)
     except ControlError as e:
         body = e.body

@@ -97,5 +97,5 @@ def schema() -> None:
 @click.pass_context
 def reopen(ctx: click.Context) -> None:
     """Reopen the event log (after an external logrotate moved it)."""
-    api(ctx, "POST", "/v1/events/reopen")
+    api(ctx, "POST", "/v1/events/reopen", admin=True)
     click.echo("event log reopened")

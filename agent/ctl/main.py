@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
-from agentsh.agent.client import default_socket
+from agentsh.agent.client import admin_socket_path, default_socket
 from agentsh.agent.ctl.bpf import bpf
 from agentsh.agent.ctl.doctor import doctor
 from agentsh.agent.ctl.events_cmd import events
@@ -25,12 +27,27 @@ from agentsh.agent.version import __version__
     default=None,
     help="Control socket of agentshd (default: $AGENTSH_SOCKET or /run/agentsh/agentsh.sock).",
 )
+@click.option(
+    "--admin-socket",
+    "admin_socket",
+    default=None,
+    help="Admin socket (default: $AGENTSH_ADMIN_SOCKET or <socket stem>-admin.sock beside the control socket).",
+)
 @click.version_option(__version__, prog_name="agentshctl")
 @click.pass_context
-def cli(ctx: click.Context, socket_path: str | None) -> None:
-    """Operate the agentsh host security agent."""
+def cli(ctx: click.Context, socket_path: str | None, admin_socket: str | None) -> None:
+    """Operate the agentsh host security agent.
+
+    Read-only commands use the agent-side control socket (members of group
+    agentsh); commands that change what is enforced (policy reload, mcp
+    approve, bpf detach, events reopen) use the admin socket (root and group
+    agentsh-admin) and are audited as admin_action events.
+    """
     ctx.ensure_object(dict)
     ctx.obj["socket"] = socket_path or default_socket()
+    ctx.obj["admin_socket"] = (
+        admin_socket or os.environ.get("AGENTSH_ADMIN_SOCKET") or str(admin_socket_path(ctx.obj["socket"]))
+    )
 
 
 cli.add_command(status)

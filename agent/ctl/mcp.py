@@ -144,7 +144,6 @@ def registry_show(ctx: click.Context, spec: str, as_json: bool) -> None:
 @click.argument("spec", metavar="SERVER:TOOL", required=False)
 @click.option("--server", help="With --all: the server whose tools to approve.")
 @click.option("--all", "all_tools", is_flag=True, help="Approve every tool of --server.")
-@click.option("--by", "approved_by", help="Who approves (default: your user name).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @click.pass_context
 def approve(
@@ -152,10 +151,12 @@ def approve(
     spec: str | None,
     server: str | None,
     all_tools: bool,
-    approved_by: str | None,
     as_json: bool,
 ) -> None:
     """Trust a tool's current definition (re-pins it, lifts a detection block).
+
+    Needs the admin socket (root or group agentsh-admin); the approval is
+    recorded with your credentials (an admin_action event).
 
     \b
     agentshctl mcp approve filesystem:read_file
@@ -170,9 +171,7 @@ def approve(
             die("use either SERVER:TOOL or --server S --all")
         s, t = _split_spec(spec)
         payload = {"server": s, "tool": t}
-    if approved_by:
-        payload["approved_by"] = approved_by
-    res = api(ctx, "POST", "/v1/mcp/approve", payload)["approved"]
+    res = api(ctx, "POST", "/v1/mcp/approve", payload, admin=True)["approved"]
     if as_json:
         print_json(res)
         return

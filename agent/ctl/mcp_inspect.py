@@ -108,7 +108,7 @@ def inspect(source: str | None, server_cmd: str | None, as_json: bool, threshold
             config_dir: str | None) -> None:
     """Scan MCP tool definitions for poisoning (offline)."""
     from agentsh.agent.mcp.detector import Detector, max_severity, reaches
-    from agentsh.shim.offline import load_policy
+    from agentsh.agent.mcp.offline import load_policy
 
     if source is not None and server_cmd:
         raise click.UsageError("give either SOURCE or --server-cmd, not both")

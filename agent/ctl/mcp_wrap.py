@@ -3,10 +3,15 @@
 A wrapped entry keeps every key it had (env, type, cwd, ...) and becomes::
 
     "command": "/abs/path/agentsh-shim",
-    "args": ["--server-id", "<entry name>", "--", "<orig command>", <orig args>...]
+    "args": ["--server-id", "<entry name>", "--socket", "<daemon socket>",
+             "--config-dir", "<policy dir>", "--state-dir", "<state dir>",
+             "--", "<orig command>", <orig args>...]
 
-so ``unwrap`` can restore the original from the entry itself (no backup
-needed), and wrapping twice changes nothing. Which entries are wrapped
+so the shim talks to the daemon that is running when you wrap (its socket,
+and for offline decisions and spooling the same policy and state directories
+— asked from the daemon itself), ``unwrap`` can restore the original from the
+entry itself (no backup needed), and wrapping twice changes nothing (an entry
+wrapped for other daemon paths is rewired). Which entries are wrapped
 (docs/shim.md): every entry of an ``mcpServers`` map that has a ``command``
 and is not a network server (``url`` or ``type`` http/sse/streamable-http) —
 the client declares them MCP servers, so no guessing is needed; with
@@ -98,12 +103,52 @@ def is_stdio(entry: Any) -> bool:
     return entry.get("type") not in _NETWORK_TYPES
 
 
-def wrap_entry(name: str, entry: dict[str, Any], shim: str) -> dict[str, Any]:
+def wrap_entry(name: str, entry: dict[str, Any], shim: str, wiring: list[str] | None = None) -> dict[str, Any]:
     args = entry.get("args") or []
     out = dict(entry)
     out["command"] = shim
-    out["args"] = ["--server-id", name, "--", entry["command"], *[str(a) for a in args]]
+    out["args"] = ["--server-id", name, *(wiring or []), "--", entry["command"], *[str(a) for a in args]]
     return out
+
+
+def wiring_of(entry: dict[str, Any]) -> list[str]:
+    """The daemon options recorded in a wrapped entry (between --server-id and --)."""
+    args = entry.get("args")
+    if not isinstance(args, list) or "--" not in args:
+        return []
+    head = [str(a) for a in args[: args.index("--")]]
+    out: list[str] = []
+    for i, a in enumerate(head):
+        if a in ("--socket", "--config-dir", "--state-dir") and i + 1 < len(head):
+            out += [a, head[i + 1]]
+    return out
+
+
+def daemon_wiring(socket_path: str | None, config_dir: str | None, state_dir: str | None) -> tuple[list[str], str | None]:
+    """Shim options that tie it to the running daemon, and a warning if the
+    daemon could not be asked where its policy and state live."""
+    from agentsh.agent.client import DaemonUnavailable, call, default_socket
+
+    sock = os.path.abspath(socket_path or default_socket())
+    warning = None
+    if config_dir is None or state_dir is None:
+        try:
+            st = call(sock, "GET", "/v1/status")
+            config_dir = config_dir or st.get("config_dir")
+            state_dir = state_dir or st.get("state_dir")
+        except DaemonUnavailable as e:
+            warning = (
+                f"{e}: recording --socket only; without --config-dir/--state-dir the shims "
+                "decide offline on /etc/agentsh and spool under /var/lib/agentsh"
+            )
+        except Exception as e:  # the daemon answered with an error: say so, keep going
+            warning = f"cannot ask agentshd for its paths ({e}); recording --socket only"
+    out = ["--socket", sock]
+    if config_dir:
+        out += ["--config-dir", os.path.abspath(config_dir)]
+    if state_dir:
+        out += ["--state-dir", os.path.abspath(state_dir)]
+    return out, warning
 
 
 def unwrap_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
@@ -157,7 +202,7 @@ def _write(path: Path, old_text: str, new_text: str) -> Path:
 
 
 def _patterns(config_dir: str | None) -> list[str]:
-    from agentsh.shim.offline import load_policy
+    from agentsh.agent.mcp.offline import load_policy
 
     d = config_dir or os.environ.get("AGENTSH_CONFIG_DIR", "/etc/agentsh")
     loaded, _ = load_policy(d)
@@ -194,14 +239,23 @@ def _apply(f: Any) -> Any:
 @_apply
 @click.option("--only-matching", is_flag=True,
               help="Wrap only entries matching mcp.inspection.server_patterns/custom_servers.")
-@click.option("--config-dir", help="Policy directory for server patterns (env AGENTSH_CONFIG_DIR).")
-def wrap(client: str, scope: str, config: Path | None, dry_run: bool, only_matching: bool,
-         config_dir: str | None) -> None:
-    """Run each stdio MCP server of a client's config under agentsh-shim."""
+@click.option("--config-dir", help="Policy directory the shims decide on offline (default: the running daemon's).")
+@click.option("--state-dir", help="State directory the shims spool under (default: the running daemon's).")
+@click.pass_context
+def wrap(ctx: click.Context, client: str, scope: str, config: Path | None, dry_run: bool, only_matching: bool,
+         config_dir: str | None, state_dir: str | None) -> None:
+    """Run each stdio MCP server of a client's config under agentsh-shim,
+    wired to the running daemon (its socket, policy and state directories)."""
+    from agentsh.agent.ctl.common import socket_of
+
     path = config or config_path(client, scope)
     doc, old_text = _load(path)
     shim = shim_path()
-    patterns = _patterns(config_dir) if only_matching else []
+    wiring, warning = daemon_wiring(socket_of(ctx), config_dir, state_dir)
+    if warning:
+        click.echo(f"agentshctl: warning: {warning}", err=True)
+    wiring_dir = dict(zip(wiring[::2], wiring[1::2], strict=True)).get("--config-dir")
+    patterns = _patterns(config_dir or wiring_dir) if only_matching else []
     wrapped, already, skipped = [], [], []
     for label, servers in server_maps(doc, client):
         for name, entry in list(servers.items()):
@@ -210,13 +264,19 @@ def wrap(client: str, scope: str, config: Path | None, dry_run: bool, only_match
                 skipped.append(f"{where} (not a stdio server)")
                 continue
             if is_wrapped(entry):
+                if wiring_of(entry) != wiring:
+                    orig = unwrap_entry(entry)
+                    if orig is not None:
+                        servers[name] = wrap_entry(name, orig, shim, wiring)
+                        wrapped.append(f"{where} (rewired)")
+                        continue
                 already.append(where)
                 continue
             args = [str(a) for a in entry.get("args") or []]
             if only_matching and not is_mcp_server(entry["command"], args, patterns):
                 skipped.append(f"{where} (matches no server pattern)")
                 continue
-            servers[name] = wrap_entry(name, entry, shim)
+            servers[name] = wrap_entry(name, entry, shim, wiring)
             wrapped.append(where)
     _finish(path, old_text, doc, dry_run, "wrapped", wrapped, already, "already wrapped", skipped)
 

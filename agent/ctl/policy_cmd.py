@@ -91,5 +91,5 @@ def show(ctx: click.Context, as_json: bool, config_dir: Path | None) -> None:
 @click.pass_context
 def reload(ctx: click.Context) -> None:
     """Ask the daemon to reload; a bad policy is rejected and the old one kept."""
-    res = api(ctx, "POST", "/v1/policy/reload")
+    res = api(ctx, "POST", "/v1/policy/reload", admin=True)
     click.echo(f"policy loaded: {res['hash']}")

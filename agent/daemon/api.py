@@ -1,8 +1,13 @@
 """Core control-API routes: status, policy, events, shims.
 
-Feature modules contribute their own routes (agent/daemon/api_mcp.py,
-agent/netmon/api.py); ``build_app`` collects them. Every non-GET request goes
-through the SO_PEERCRED middleware (agent/daemon/peercred.py).
+Routes come in three kinds (``RouteSet``): ``read`` (served on both the
+agent-side control socket and the admin socket), ``agent`` (the guarded
+layers' writes: events, shim registration — agent socket only) and ``admin``
+(anything that changes what is enforced — admin socket only, each act
+audited). Feature modules contribute their own sets (agent/daemon/api_mcp.py,
+agent/netmon/api.py); ``build_app`` makes the app of one socket. Who may
+connect at all is decided per connection before a byte is parsed
+(agent/daemon/peercred.py ConnectionGuard).
 """
 
 from __future__ import annotations
@@ -12,16 +17,24 @@ import time
 from typing import Any
 
 from aiohttp import web
-from pydantic import ValidationError
 
+from agentsh.agent.daemon.audit import audit
 from agentsh.agent.daemon.context import DaemonContext
-from agentsh.agent.daemon.jsonhttp import BadInput, bad_input_middleware, json_response, read_json
-from agentsh.agent.daemon.peercred import make_middleware
+from agentsh.agent.daemon.health import assess
+from agentsh.agent.daemon.intake import MAX_EVENTS_PER_BATCH, admit, hand_in
+from agentsh.agent.daemon.jsonhttp import (
+    BadInput,
+    RouteSet,
+    bad_input_middleware,
+    json_response,
+    read_json,
+)
+from agentsh.agent.daemon.peercred import peer_of
 from agentsh.agent.daemon.shims import ShimInfo
-from agentsh.agent.events.models import ShimExited, ShimRegistered, parse_event, vouch
+from agentsh.agent.events.models import ShimExited, ShimRegistered
 from agentsh.agent.version import __version__
 
-MAX_EVENTS_PER_POST = 10_000
+MAX_EVENTS_PER_POST = MAX_EVENTS_PER_BATCH
 
 
 def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | None = None) -> None:
@@ -35,6 +48,7 @@ def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | 
             source=source,  # type: ignore[arg-type]
             server_id=info.server_id,
             pid=info.pid,
+            uid=info.uid,
             exit_code=exit_code,
             calls=info.calls,
             blocks=info.blocks,
@@ -43,26 +57,21 @@ def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | 
     )
 
 
+def bpf_status(ctx: DaemonContext) -> dict[str, Any]:
+    policy = ctx.store.policy
+    if ctx.netmon is not None:
+        return ctx.netmon.status()  # type: ignore[no-any-return]
+    if policy.network.enabled:
+        return {"state": "unavailable", "reason": ctx.netmon_error or "not started"}
+    return {"state": "disabled", "reason": "network.enabled is false"}
+
+
 def status_payload(ctx: DaemonContext) -> dict[str, Any]:
     now = time.time()
     lp = ctx.store.current
     policy = lp.policy
-    degraded: list[str] = []
-    for name in ctx.supervisor.failed():
-        degraded.append(f"component {name} failed (restart budget used)")
-    if ctx.store.last_error:
-        degraded.append("last policy reload was rejected; previous policy in force")
-    ev = ctx.events.stats()
-    if ev.get("last_error"):
-        degraded.append(f"event log: {ev['last_error']}")
-    if ctx.netmon is not None:
-        bpf = ctx.netmon.status()
-    elif policy.network.enabled:
-        bpf = {"state": "unavailable", "reason": ctx.netmon_error or "not started"}
-    else:
-        bpf = {"state": "disabled", "reason": "network.enabled is false"}
-    if policy.network.enabled and bpf.get("state") != "active":
-        degraded.append(f"bpf: {bpf.get('state')} ({bpf.get('reason')})")
+    bpf = bpf_status(ctx)
+    degraded = assess(ctx, bpf)
     hooks_active = False
     out: dict[str, Any] = {
         "version": __version__,
@@ -70,6 +79,7 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
         "uptime_seconds": round(now - ctx.started_at, 3),
         "started_at": ctx.started_at,
         "socket": str(ctx.paths.socket),
+        "admin_socket": str(ctx.paths.admin_socket),
         "config_dir": str(ctx.paths.config_dir),
         "state_dir": str(ctx.paths.state_dir),
         "policy": {
@@ -81,10 +91,11 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
             "last_error": ctx.store.last_error,
         },
         "components": ctx.supervisor.status(),
-        "events": ev,
+        "events": ctx.events.stats(),
         "shims": ctx.shims.list(),
         "bpf": bpf,
         "mcp": ctx.mcp.stats() if ctx.mcp is not None else None,
+        "sockets": {name: g.stats() for name, g in ctx.guards.items()},
         "security_coverage": {
             "llm_proxy": policy.proxy.mode != "disabled",
             "stdio_shims": len(ctx.shims),
@@ -103,7 +114,7 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
     return out
 
 
-def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
+def core_routes(ctx: DaemonContext) -> RouteSet:
     async def status(request: web.Request) -> web.Response:
         return json_response(status_payload(ctx))
 
@@ -119,9 +130,12 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
         )
 
     async def reload_policy(request: web.Request) -> web.Response:
+        before = ctx.store.current.hash
         ok, res = await ctx.store.reload("api")
         if ok:
+            audit(ctx, request, "policy_reload", previous_hash=before, hash=res.hash, files=res.files)  # type: ignore[union-attr]
             return json_response({"ok": True, "hash": res.hash, "files": res.files})  # type: ignore[union-attr]
+        audit(ctx, request, "policy_reload", "rejected", kept_hash=before, errors=res)
         return json_response(
             {"ok": False, "errors": res, "kept_hash": ctx.store.current.hash}, status=422
         )
@@ -133,78 +147,79 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
             raise BadInput("expected {\"events\": [...]}")
         if len(items) > MAX_EVENTS_PER_POST:
             raise BadInput(f"at most {MAX_EVENTS_PER_POST} events per request")
-        peer = request.get("peer")
-        accepted, rejected, errors = 0, 0, []
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                rejected += 1
-                errors.append(f"events[{i}]: not an object")
-                continue
-            try:
-                ev = parse_event(item)
-            except ValidationError as e:
-                rejected += 1
-                if len(errors) < 20:
-                    first = e.errors(include_url=False)[0]
-                    loc = ".".join(str(p) for p in first["loc"])
-                    errors.append(f"events[{i}]: {loc}: {first['msg']}")
-                continue
-            if peer is None or not vouch(ev, peer.uid):
-                rejected += 1
-                errors.append(f"events[{i}]: source {ev.source!r} may only be posted by root")
-                continue
-            if ev.pid is None:
-                ev.pid = peer.pid
-            if ctx.events.emit(ev):
-                accepted += 1
-        return json_response({"accepted": accepted, "rejected": rejected, "errors": errors})
+        peer = request["peer"]
+        adm = admit(items, peer.uid, pid=peer.pid)
+        accepted = await hand_in(ctx.events, adm.events)
+        return json_response(
+            {
+                "accepted": accepted,
+                "rejected": adm.rejected,
+                "dropped": len(adm.events) - accepted,
+                "errors": adm.errors,
+            }
+        )
 
     async def reopen(request: web.Request) -> web.Response:
         ctx.events.request_reopen()
+        audit(ctx, request, "events_reopen", path=str(ctx.paths.events_path))
         return json_response({"ok": True})
 
     async def shim_register(request: web.Request) -> web.Response:
         body = await read_json(request)
+        if not isinstance(body, dict):
+            raise BadInput("expected a JSON object")
         server_id = body.get("server_id")
-        pid = body.get("pid")
         command = body.get("command") or []
         if not isinstance(server_id, str) or not server_id:
             raise BadInput("server_id (string) is required")
-        if not isinstance(pid, int):
-            raise BadInput("pid (int) is required")
         if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
             raise BadInput("command must be a list of strings")
-        peer = request.get("peer")
-        info = ctx.shims.register(
-            server_id, pid, command, body.get("session_id"), peer.uid if peer else None
-        )
+        session_id = body.get("session_id")
+        if session_id is not None and not isinstance(session_id, str):
+            raise BadInput("session_id must be a string or null")
+        peer = request["peer"]
+        # The kernel says who registers: the pid and uid are the caller's own.
+        info = ctx.shims.register(server_id, peer.pid, command, session_id, peer.uid)
+        spool = body.get("spool_dir")
+        if isinstance(spool, str) and spool and ctx.user_spools_add is not None:
+            ctx.user_spools_add(peer.uid, spool)
         ctx.events.emit(
             ShimRegistered(
                 source="shim",
                 server_id=server_id,
                 command=command,
-                pid=pid,
-                uid=info.uid,
+                pid=peer.pid,
+                uid=peer.uid,
                 session_id=info.session_id,
             )
         )
         return json_response({"shim_id": info.shim_id, "policy_hash": ctx.store.current.hash})
 
+    def own_shim(request: web.Request) -> ShimInfo | None:
+        info = ctx.shims.get(request.match_info["shim_id"])
+        peer = request["peer"]
+        if info is not None and peer.uid != 0 and info.uid != peer.uid:
+            raise web.HTTPForbidden(
+                text='{"error": "not your shim"}', content_type="application/json"
+            )
+        return info
+
     async def shim_heartbeat(request: web.Request) -> web.Response:
         body = await read_json(request)
-        ok = ctx.shims.heartbeat(
-            request.match_info["shim_id"], body.get("tools"), body.get("calls"), body.get("blocks")
-        )
-        if not ok:
+        if own_shim(request) is None or not ctx.shims.heartbeat(
+            request.match_info["shim_id"], body if isinstance(body, dict) else {}
+        ):
             return json_response({"error": "unknown shim (re-register)"}, status=404)
         return json_response({"ok": True, "policy_hash": ctx.store.current.hash})
 
     async def shim_unregister(request: web.Request) -> web.Response:
         body = await read_json(request)
+        if own_shim(request) is None:
+            return json_response({"error": "unknown shim"}, status=404)
         info = ctx.shims.unregister(request.match_info["shim_id"])
         if info is None:
             return json_response({"error": "unknown shim"}, status=404)
-        code = body.get("exit_code")
+        code = body.get("exit_code") if isinstance(body, dict) else None
         shim_gone(ctx, info, "shim", code if isinstance(code, int) else None)
         return json_response({"ok": True})
 
@@ -214,27 +229,54 @@ def core_routes(ctx: DaemonContext) -> list[web.RouteDef]:
     async def components(request: web.Request) -> web.Response:
         return json_response({"components": ctx.supervisor.status()})
 
-    return [
-        web.get("/v1/status", status),
-        web.get("/v1/policy", get_policy),
-        web.post("/v1/policy/reload", reload_policy),
-        web.post("/v1/events", post_events),
-        web.post("/v1/events/reopen", reopen),
-        web.get("/v1/shims", shims),
-        web.post("/v1/shims/register", shim_register),
-        web.post("/v1/shims/{shim_id}/heartbeat", shim_heartbeat),
-        web.post("/v1/shims/{shim_id}/unregister", shim_unregister),
-        web.get("/v1/components", components),
-    ]
+    return RouteSet(
+        read=[
+            web.get("/v1/status", status),
+            web.get("/v1/policy", get_policy),
+            web.get("/v1/shims", shims),
+            web.get("/v1/components", components),
+        ],
+        agent=[
+            web.post("/v1/events", post_events),
+            web.post("/v1/shims/register", shim_register),
+            web.post("/v1/shims/{shim_id}/heartbeat", shim_heartbeat),
+            web.post("/v1/shims/{shim_id}/unregister", shim_unregister),
+        ],
+        admin=[
+            web.post("/v1/policy/reload", reload_policy),
+            web.post("/v1/events/reopen", reopen),
+        ],
+    )
 
 
-def build_app(ctx: DaemonContext, extra_routes: list[web.RouteDef]) -> web.Application:
+@web.middleware
+async def _peer_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The connection was admitted by the socket's guard; record who it is."""
+    peer = peer_of(request)
+    if peer is None:
+        return json_response({"error": "forbidden: no peer credentials"}, status=403)
+    request["peer"] = peer
+    return await handler(request)
+
+
+def build_app(routes: RouteSet, role: str) -> web.Application:
+    """The app of one socket: ``role`` is ``agent`` or ``admin``."""
     app = web.Application(
-        middlewares=[make_middleware(ctx.store.policy.daemon.group), bad_input_middleware],
+        middlewares=[_peer_middleware, bad_input_middleware],
         client_max_size=64 * 1024 * 1024,
     )
-    app.add_routes(core_routes(ctx))
-    app.add_routes(extra_routes)
+    app.add_routes(routes.read)
+    own = routes.agent if role == "agent" else routes.admin
+    other = routes.admin if role == "agent" else routes.agent
+    app.add_routes(own)
+    where = "admin socket" if role == "agent" else "agent-side control socket"
+    for r in other:
+        msg = f"{r.method} {r.path} is only served on the {where}"
+
+        async def elsewhere(request: web.Request, msg: str = msg) -> web.Response:
+            return json_response({"error": msg}, status=403)
+
+        app.router.add_route(r.method, r.path, elsewhere)
 
     async def not_found(request: web.Request) -> web.Response:
         return json_response({"error": f"no such endpoint: {request.method} {request.path}"}, status=404)

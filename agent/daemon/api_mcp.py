@@ -12,12 +12,12 @@ Errors: ``{"error": "..."}`` with 400 (bad input) or 404 (unknown server/tool).
 from __future__ import annotations
 
 import asyncio
-import pwd
 from typing import Any
 
 from aiohttp import web
 
-from agentsh.agent.daemon.jsonhttp import BadInput, json_response, read_json
+from agentsh.agent.daemon.audit import audit, peer_name
+from agentsh.agent.daemon.jsonhttp import BadInput, RouteSet, json_response, read_json
 from agentsh.agent.mcp.types import DecisionRequest
 
 MAX_TOOLS_PER_REGISTRATION = 10_000
@@ -26,15 +26,18 @@ _SOURCES = frozenset({"shim", "proxy", "hook", "test"})
 _DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
 _SERVER_TYPES = frozenset({"stdio", "http", "sse"})
 _STR_FIELDS = ("server_id", "session_id", "request_id", "dialect", "tool_call_id")
-_REQ_FIELDS = frozenset(DecisionRequest.__dataclass_fields__)
+_REQ_FIELDS = frozenset(DecisionRequest.__dataclass_fields__) - {"uid"}
 
 
 def _err(status: int, msg: str) -> web.Response:
     return json_response({"error": msg}, status=status)
 
 
-def parse_decision_request(d: Any, where: str = "") -> DecisionRequest:
-    """Validate one DecisionRequest JSON object by hand (the hot path)."""
+def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> DecisionRequest:
+    """Validate one DecisionRequest JSON object by hand (the hot path).
+
+    ``peer`` (credentials of the caller) overrides what the request says about
+    who is asking: a non-root caller's pid and uid are its own."""
     if not isinstance(d, dict):
         raise BadInput(f"{where}expected a JSON object")
     unknown = d.keys() - _REQ_FIELDS
@@ -61,6 +64,11 @@ def parse_decision_request(d: Any, where: str = "") -> DecisionRequest:
     emit = d.get("emit", True)
     if not isinstance(emit, bool):
         raise BadInput(f"{where}emit must be a boolean")
+    truncated = d.get("arguments_truncated")
+    if truncated is not None and not isinstance(truncated, bool):
+        raise BadInput(f"{where}arguments_truncated must be a boolean")
+    if peer is not None and peer.uid != 0:
+        pid = peer.pid
     return DecisionRequest(
         tool_name=name,
         server_id=d.get("server_id"),
@@ -73,20 +81,12 @@ def parse_decision_request(d: Any, where: str = "") -> DecisionRequest:
         jsonrpc_id=d.get("jsonrpc_id"),
         pid=pid,
         emit=emit,
+        arguments_truncated=truncated,
+        uid=peer.uid if peer is not None else None,
     )
 
 
-def _peer_name(request: web.Request) -> str:
-    peer = request.get("peer")
-    if peer is None:
-        return ""
-    try:
-        return pwd.getpwuid(peer.uid).pw_name
-    except KeyError:
-        return f"uid:{peer.uid}"
-
-
-def routes(ctx: Any) -> list[web.RouteDef]:
+def routes(ctx: Any) -> RouteSet:
     """``ctx.mcp`` is the daemon's agentsh.agent.mcp.service.MCPService."""
 
     async def decide(request: web.Request) -> web.Response:
@@ -98,10 +98,11 @@ def routes(ctx: Any) -> list[web.RouteDef]:
                     raise BadInput("requests must be a list")
                 if len(items) > MAX_DECISIONS_PER_REQUEST:
                     raise BadInput(f"at most {MAX_DECISIONS_PER_REQUEST} requests per call")
-                reqs = [parse_decision_request(x, f"requests[{i}]: ") for i, x in enumerate(items)]
+                peer = request.get("peer")
+                reqs = [parse_decision_request(x, f"requests[{i}]: ", peer) for i, x in enumerate(items)]
                 mcp = ctx.mcp
                 return json_response({"decisions": [mcp.decide(r).to_json() for r in reqs]})
-            req = parse_decision_request(body)
+            req = parse_decision_request(body, peer=request.get("peer"))
         except BadInput as e:
             return _err(400, str(e))
         return json_response(ctx.mcp.decide(req).to_json())
@@ -140,6 +141,11 @@ def routes(ctx: Any) -> list[web.RouteDef]:
             pid = body.get("pid")
             if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
                 raise BadInput("pid must be an integer or null")
+            peer = request.get("peer")
+            if peer is not None and peer.uid != 0:
+                if source != "shim":
+                    raise BadInput("a non-root caller registers tools as source 'shim'")
+                pid = peer.pid
             verdicts = await asyncio.to_thread(
                 ctx.mcp.register_tools,
                 server_id,
@@ -205,25 +211,34 @@ def routes(ctx: Any) -> list[web.RouteDef]:
                 raise BadInput("give exactly one of tool (string) and all: true")
             if tool is not None and (not isinstance(tool, str) or not tool):
                 raise BadInput("tool must be a non-empty string")
-            by = body.get("approved_by")
-            if by is not None and not isinstance(by, str):
-                raise BadInput("approved_by must be a string")
-            by = by or _peer_name(request)
+            if "approved_by" in body:
+                raise BadInput("approved_by is taken from the caller's credentials, not the request")
+            by = peer_name(request.get("peer"))
             try:
                 entries = ctx.mcp.approve(server, tool, all_tools, by)
             except KeyError:
                 what = f"tool {tool!r} of server {server!r}" if tool else f"server {server!r}"
+                audit(ctx, request, "mcp_approve", "rejected", server=server, tool=tool, all=all_tools,
+                      error=f"no {what} in the registry")
                 return _err(404, f"no {what} in the registry")
         except BadInput as e:
             return _err(400, str(e))
+        audit(
+            ctx, request, "mcp_approve", server=server, tool=tool, all=all_tools,
+            approved=[{"tool": e.get("tool_name"), "hash": e.get("hash")} for e in entries],
+        )
         return json_response({"approved": entries})
 
-    return [
-        web.post("/v1/mcp/decide", decide),
-        web.post("/v1/mcp/tools", register),
-        web.get("/v1/mcp/registry", registry_list),
-        web.get("/v1/mcp/registry/{server}/{tool}", registry_show),
-        web.get("/v1/mcp/servers", servers),
-        web.get("/v1/mcp/names", names),
-        web.post("/v1/mcp/approve", approve),
-    ]
+    return RouteSet(
+        read=[
+            web.get("/v1/mcp/registry", registry_list),
+            web.get("/v1/mcp/registry/{server}/{tool}", registry_show),
+            web.get("/v1/mcp/servers", servers),
+            web.get("/v1/mcp/names", names),
+        ],
+        agent=[
+            web.post("/v1/mcp/decide", decide),
+            web.post("/v1/mcp/tools", register),
+        ],
+        admin=[web.post("/v1/mcp/approve", approve)],
+    )

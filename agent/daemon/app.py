@@ -1,9 +1,11 @@
 """agentshd: wiring of the hub's parts, start-up and shutdown order.
 
-Start: policy → event writer → MCP service → control socket → BPF layer →
-children (LLM proxy) → READY=1. Stop (SIGTERM): stop children → stop the BPF
-userspace (programs and pinned maps stay, so enforcement survives) → close the
-socket → drain the event queue.
+Start: policy → event writer → MCP service → sockets (agent-side control
+socket, agent channel, admin socket; each admits peers by role and per-uid
+limits before a byte is parsed) → BPF layer → children (LLM proxy, handed a
+connected channel) → READY=1. Stop (SIGTERM): stop children → stop the BPF
+userspace (programs and pinned maps stay, so enforcement survives) → close
+the sockets → ingest the spool → drain the event queue.
 """
 
 from __future__ import annotations
@@ -19,28 +21,21 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
-import psutil
 from aiohttp import web
-from pydantic import ValidationError
 
-from agentsh.agent.client import channel_path
-from agentsh.agent.daemon import api_mcp
-from agentsh.agent.daemon.api import build_app, shim_gone
+from agentsh.agent.daemon import api_mcp, spool_ingest
+from agentsh.agent.daemon.api import build_app, core_routes, shim_gone
+from agentsh.agent.daemon.channel import AgentChannel
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
-from agentsh.agent.daemon.decide_channel import DecisionChannel
+from agentsh.agent.daemon.intake import admit, hand_in
+from agentsh.agent.daemon.peercred import ConnectionGuard, GuardedProtocol, Role, raise_fd_limit
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
-from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor
-from agentsh.agent.events.models import (
-    DaemonStarted,
-    DaemonStopping,
-    PolicyLoaded,
-    PolicyRejected,
-    parse_event,
-    vouch,
-)
+from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor, reclaim_stale
+from agentsh.agent.events.models import DaemonStarted, DaemonStopping, PolicyLoaded, PolicyRejected
 from agentsh.agent.events.writer import EventWriter
 from agentsh.agent.mcp.service import MCPService
 from agentsh.agent.netmon.api import routes as bpf_routes
@@ -50,6 +45,11 @@ from agentsh.agent.policy.store import PolicyStore
 from agentsh.agent.version import __version__
 
 log = logging.getLogger("agentsh.daemon")
+
+PROXY = "llm-proxy"
+PROXY_MARKER = "agentsh.proxy"
+USER_SPOOLS_FILE = "user-spools.json"
+MAX_USER_SPOOLS = 4096
 
 
 @dataclass
@@ -87,22 +87,14 @@ def _prepare_socket_path(path: Path) -> None:
 
 
 def _secure_socket(path: Path, group: str) -> None:
+    """0660, group ``group`` (root only when the group does not exist)."""
     try:
         gid = grp.getgrnam(group).gr_gid
     except KeyError:
-        gid = None
-    if gid is not None and os.geteuid() == 0:
+        gid = 0
+    if os.geteuid() == 0:
         os.chown(path, 0, gid)
     os.chmod(path, 0o660)
-
-
-def _complete_spool_files(spool: Path) -> list[Path]:
-    out = sorted(spool.glob("*.jsonl"))
-    for f in sorted(spool.glob("*.jsonl.tmp")):
-        parts = f.name.split("-")
-        if len(parts) >= 3 and parts[1].isdigit() and not psutil.pid_exists(int(parts[1])):
-            out.append(f)
-    return out
 
 
 class Daemon:
@@ -111,13 +103,16 @@ class Daemon:
         self.notifier = Notifier()
         self._stop = asyncio.Event()
         self._stop_reason = "signal"
-        self._tasks: list[asyncio.Task] = []
-        self._runner: web.AppRunner | None = None
-        self._channel: DecisionChannel | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._runners: list[web.AppRunner] = []
+        self._servers: list[asyncio.base_events.Server] = []
+        self._channel: AgentChannel | None = None
+        self.ctx: DaemonContext
 
     # ------------------------------------------------------------------ start
 
     async def run(self) -> int:
+        raise_fd_limit()
         # Where a last good policy may be saved: known before the policy only
         # from --state-dir or the schema default.
         store = PolicyStore(self.ov.config_dir, Path(self.ov.state_dir or DaemonConfig().state_dir))
@@ -141,6 +136,8 @@ class Daemon:
             shims=ShimTable(lp.policy.daemon.shim_heartbeat_timeout_seconds),
         )
         self.ctx = ctx
+        ctx.user_spools_add = self._add_user_spool
+        self._load_user_spools(ctx)
         # From here on SIGTERM drains the event queue (BPF compilation below takes a while).
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
@@ -152,22 +149,10 @@ class Daemon:
             )
         writer.emit(PolicyLoaded(hash=lp.hash, files=lp.files, trigger="start"))
 
-        extra_routes = self._start_mcp(ctx) + bpf_routes(ctx)
+        ctx.mcp = MCPService(ctx.store.policy, ctx.paths.state_dir, ctx.events.emit)
+        routes = core_routes(ctx) + api_mcp.routes(ctx) + bpf_routes(ctx)
         self._prepare_spool(ctx)
-
-        _prepare_socket_path(paths.socket)
-        app = build_app(ctx, extra_routes)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.UnixSite(self._runner, str(paths.socket))
-        await site.start()
-        _secure_socket(paths.socket, lp.policy.daemon.group)
-        chan_path = channel_path(paths.socket)
-        _prepare_socket_path(chan_path)
-        self._channel = DecisionChannel(ctx, lp.policy.daemon.group)
-        await self._channel.start(chan_path)
-        _secure_socket(chan_path, lp.policy.daemon.group)
-        log.info("control API listening on %s (decisions: %s)", paths.socket, chan_path)
+        await self._start_sockets(ctx, routes)
 
         if not self._stop.is_set():
             await self._start_netmon(ctx)
@@ -206,9 +191,44 @@ class Daemon:
         await self._shutdown(ctx)
         return 0
 
-    def _start_mcp(self, ctx: DaemonContext) -> list[web.RouteDef]:
-        ctx.mcp = MCPService(ctx.store.policy, ctx.paths.state_dir, ctx.events.emit)
-        return api_mcp.routes(ctx)
+    async def _start_sockets(self, ctx: DaemonContext, routes: Any) -> None:
+        d = ctx.store.policy.daemon
+
+        def per_uid() -> int:
+            return ctx.store.policy.daemon.max_connections_per_uid
+
+        agent_role = Role("agent", lambda: ctx.store.policy.daemon.group)
+        ctx.guards = {
+            "agent": ConnectionGuard(agent_role, per_uid),
+            "channel": ConnectionGuard(agent_role, per_uid),
+            "admin": ConnectionGuard(Role("admin", lambda: ctx.store.policy.daemon.admin_group), per_uid),
+        }
+        loop = asyncio.get_running_loop()
+        for role, path, group in (
+            ("agent", ctx.paths.socket, d.group),
+            ("admin", ctx.paths.admin_socket, d.admin_group),
+        ):
+            _prepare_socket_path(path)
+            runner = web.AppRunner(build_app(routes, role), access_log=None, handle_signals=False)
+            await runner.setup()
+            self._runners.append(runner)
+            factory = runner.server
+            assert factory is not None
+            guard = ctx.guards[role]
+            srv = await loop.create_unix_server(
+                lambda f=factory, g=guard: GuardedProtocol(f, g), path=str(path), backlog=256
+            )
+            self._servers.append(srv)
+            _secure_socket(path, group)
+        chan = ctx.paths.channel_socket
+        _prepare_socket_path(chan)
+        self._channel = AgentChannel(ctx, ctx.guards["channel"])
+        await self._channel.start(chan)
+        _secure_socket(chan, d.group)
+        log.info(
+            "listening: %s (agent, group %s), %s (channel), %s (admin, group %s)",
+            ctx.paths.socket, d.group, chan, ctx.paths.admin_socket, d.admin_group,
+        )
 
     async def _start_netmon(self, ctx: DaemonContext) -> None:
         policy = ctx.store.policy
@@ -230,21 +250,31 @@ class Daemon:
         argv = [
             sys.executable,
             "-m",
-            "agentsh.proxy",
-            "--socket",
-            str(ctx.paths.socket),
+            PROXY_MARKER,
             "--state-dir",
             str(ctx.paths.state_dir),
             "--user",
             p.daemon.user,
+            "--parent-pid",
+            str(os.getpid()),
         ]
-        return ChildSpec(name="llm-proxy", argv=argv)
+        assert self._channel is not None
+        chan = self._channel
+        return ChildSpec(
+            name=PROXY,
+            argv=argv,
+            channel=lambda pid_of: chan.serve_child(PROXY, pid_of),
+            pidfile=ctx.paths.state_dir / f"{PROXY}.pid",
+        )
 
     def _start_proxy(self, ctx: DaemonContext) -> None:
         if ctx.store.policy.proxy.mode == "disabled":
             return
+        ended = reclaim_stale(ctx.paths.state_dir / f"{PROXY}.pid", PROXY_MARKER, str(ctx.paths.state_dir))
+        if ended:
+            log.warning("ended %d stale LLM proxy process(es) of a previous daemon: %s", len(ended), ended)
         ctx.supervisor.add(self._proxy_spec(ctx))
-        ctx.supervisor.start("llm-proxy")
+        ctx.supervisor.start(PROXY)
 
     async def _on_policy(self, lp: LoadedPolicy) -> None:
         ctx = self.ctx
@@ -255,15 +285,23 @@ class Daemon:
         if ctx.netmon is not None:
             await ctx.netmon.update_policy(lp.policy)
         ctx.shims.heartbeat_timeout = lp.policy.daemon.shim_heartbeat_timeout_seconds
+        d = lp.policy.daemon  # the groups apply to the next connection; the files follow
+        for path, group in (
+            (ctx.paths.socket, d.group),
+            (ctx.paths.channel_socket, d.group),
+            (ctx.paths.admin_socket, d.admin_group),
+        ):
+            with contextlib.suppress(OSError):
+                _secure_socket(path, group)
         # the proxy: start/stop on mode changes, otherwise tell it to re-fetch
-        have = ctx.supervisor.get("llm-proxy")
+        have = ctx.supervisor.get(PROXY)
         if lp.policy.proxy.mode == "disabled":
             if have is not None:
-                await ctx.supervisor.remove("llm-proxy")
+                await ctx.supervisor.remove(PROXY)
         elif have is None:
             self._start_proxy(ctx)
         else:
-            ctx.supervisor.signal("llm-proxy", signal.SIGHUP)
+            ctx.supervisor.signal(PROXY, signal.SIGHUP)
         self.notifier.status(self._status_line(ctx))
 
     # ------------------------------------------------------------------ signals
@@ -281,7 +319,7 @@ class Daemon:
 
         asyncio.get_running_loop().create_task(go())
 
-    # ------------------------------------------------------------------ periodic
+    # ------------------------------------------------------------------ spools
 
     def _prepare_spool(self, ctx: DaemonContext) -> None:
         spool = ctx.paths.spool_dir
@@ -295,46 +333,67 @@ class Daemon:
         except (KeyError, OSError):
             os.chmod(spool, 0o1777 if os.geteuid() == 0 else 0o700)
 
-    def ingest_spool(self, ctx: DaemonContext) -> int:
-        """Emit events that shims and the proxy spooled while the daemon was away.
+    def _load_user_spools(self, ctx: DaemonContext) -> None:
+        try:
+            raw = orjson.loads((ctx.paths.state_dir / USER_SPOOLS_FILE).read_bytes())
+            ctx.user_spools = {int(k): Path(v) for k, v in raw.items()}
+        except (OSError, orjson.JSONDecodeError, ValueError, AttributeError):
+            ctx.user_spools = {}
 
-        Files ``*.jsonl`` in the spool dir are complete (writers use
-        ``*.jsonl.tmp`` until they close them); the ``.tmp`` of a writer that
-        died (``<kind>-<pid>-….jsonl.tmp`` with that pid gone) is complete up to
-        its last newline. Each valid line is emitted; invalid lines are counted
-        and reported; the file is removed after ingestion.
-        """
+    def _add_user_spool(self, uid: int, path: str) -> None:
+        """A shim announced where it spools (a per-user directory when it cannot
+        write the shared one): remember it so its events are ingested even if
+        that shim never reaches the daemon again."""
+        ctx = self.ctx
+        p = Path(path)
+        if not p.is_absolute() or p == ctx.paths.spool_dir or ctx.user_spools.get(uid) == p:
+            return
+        if len(ctx.user_spools) >= MAX_USER_SPOOLS and uid not in ctx.user_spools:
+            log.warning("not recording spool %s of uid %d: %d per-user spools known", p, uid, MAX_USER_SPOOLS)
+            return
+        ctx.user_spools[uid] = p
+        tmp = ctx.paths.state_dir / (USER_SPOOLS_FILE + ".tmp")
+        try:
+            tmp.write_bytes(orjson.dumps({str(k): str(v) for k, v in ctx.user_spools.items()}))
+            os.replace(tmp, ctx.paths.state_dir / USER_SPOOLS_FILE)
+        except OSError as e:
+            log.warning("cannot save the per-user spool list: %s", e)
+
+    async def ingest_spool(self, ctx: DaemonContext) -> int:
+        """Hand in the events shims and the proxy spooled (agent/daemon/spool_ingest.py):
+        the shared spool directory and every announced per-user one. Files are
+        removed once their events are written."""
+        dirs: list[tuple[str, int | None]] = [(str(ctx.paths.spool_dir), None)]
+        dirs += [(str(p), uid) for uid, p in ctx.user_spools.items()]
         n = 0
-        for f in _complete_spool_files(ctx.paths.spool_dir):
-            try:
-                st = f.stat()
-                data = f.read_bytes()
-            except OSError:
+        for path, owner in dirs:
+            dfd = await asyncio.to_thread(spool_ingest.open_dir, path, owner)
+            if dfd is None:
                 continue
-            bad = 0
-            for line in data.splitlines():
-                if not line.strip():
-                    continue
-                try:
-                    ev = parse_event(orjson.loads(line))
-                except (orjson.JSONDecodeError, ValidationError, TypeError):
-                    bad += 1
-                    continue
-                if not vouch(ev, st.st_uid):  # the file's owner speaks for its events
-                    bad += 1
-                    continue
-                ctx.events.emit(ev)
-                n += 1
-            if bad:
-                log.warning("spool %s: %d invalid lines skipped", f, bad)
-            with contextlib.suppress(OSError):
-                f.unlink()
+            try:
+                found = await asyncio.to_thread(spool_ingest.scan, dfd, path, owner)
+                for why in found.refused:
+                    log.warning("spool file refused: %s", why)
+                for f in found.files:
+                    items, bad = spool_ingest.parse_lines(f.lines)
+                    adm = admit(items, f.uid)  # the file's owner speaks for its events
+                    n += await hand_in(ctx.events, adm.events)
+                    if bad or adm.rejected:
+                        log.warning(
+                            "spool %s/%s: %d invalid lines, %d events refused (%s)",
+                            path, f.name, bad, adm.rejected, "; ".join(adm.errors[:3]),
+                        )
+                    await asyncio.to_thread(spool_ingest.remove, dfd, f)
+            finally:
+                os.close(dfd)
         return n
+
+    # ------------------------------------------------------------------ periodic
 
     async def _housekeeping(self, ctx: DaemonContext) -> None:
         while True:
             try:
-                n = await asyncio.to_thread(self.ingest_spool, ctx)
+                n = await self.ingest_spool(ctx)
                 if n:
                     log.info("ingested %d spooled events", n)
                 for s in ctx.shims.expire():
@@ -372,15 +431,18 @@ class Daemon:
                 await ctx.netmon.stop()
             except Exception:
                 log.exception("stopping the BPF layer failed")
-        if self._runner is not None:
-            await self._runner.cleanup()
+        for srv in self._servers:
+            srv.close()
+        for runner in self._runners:
+            await runner.cleanup()
         if self._channel is not None:
             await self._channel.stop()
-        for p in (ctx.paths.socket, channel_path(ctx.paths.socket)):
+        for p in (ctx.paths.socket, ctx.paths.channel_socket, ctx.paths.admin_socket):
             with contextlib.suppress(OSError):
                 p.unlink()
         # last: events from the steps above must reach the log
-        await asyncio.to_thread(self.ingest_spool, ctx)
+        with contextlib.suppress(Exception):
+            await self.ingest_spool(ctx)
         if ctx.mcp is not None:
             ctx.mcp.close()
         await ctx.events.stop()

@@ -8,7 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsh.agent.daemon.health import HealthTracker
+
 if TYPE_CHECKING:
+    from agentsh.agent.daemon.peercred import ConnectionGuard
     from agentsh.agent.daemon.shims import ShimTable
     from agentsh.agent.daemon.supervisor import Supervisor
     from agentsh.agent.events.writer import EventWriter
@@ -27,6 +30,14 @@ class RuntimePaths:
     def spool_dir(self) -> Path:
         return self.state_dir / "spool"
 
+    @property
+    def admin_socket(self) -> Path:
+        return self.socket.with_name(self.socket.stem + "-admin.sock")
+
+    @property
+    def channel_socket(self) -> Path:
+        return self.socket.with_name(self.socket.stem + "-decide.sock")
+
 
 @dataclass
 class DaemonContext:
@@ -43,3 +54,9 @@ class DaemonContext:
     netmon_error: str | None = None
     status_sections: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
     stopping: bool = False
+    guards: dict[str, ConnectionGuard] = field(default_factory=dict)
+    """Admission per socket (agent, channel, admin), for status."""
+    health: HealthTracker = field(default_factory=HealthTracker)
+    user_spools: dict[int, Path] = field(default_factory=dict)
+    """Per-user spool directories shims announced (uid → dir), ingested like the main spool."""
+    user_spools_add: Callable[[int, str], None] | None = None

@@ -36,3 +36,22 @@ async def bad_input_middleware(request: web.Request, handler: Any) -> web.Stream
         return await handler(request)
     except BadInput as e:
         return json_response({"error": str(e)}, status=400)
+
+
+class RouteSet:
+    """A feature's routes by who may call them (agent/daemon/peercred.py roles):
+    ``read`` on both sockets, ``agent`` on the agent-side control socket only,
+    ``admin`` on the admin socket only."""
+
+    def __init__(
+        self,
+        read: list[web.RouteDef] | None = None,
+        agent: list[web.RouteDef] | None = None,
+        admin: list[web.RouteDef] | None = None,
+    ) -> None:
+        self.read = read or []
+        self.agent = agent or []
+        self.admin = admin or []
+
+    def __add__(self, other: RouteSet) -> RouteSet:
+        return RouteSet(self.read + other.read, self.agent + other.agent, self.admin + other.admin)

@@ -23,6 +23,13 @@ class ShimInfo:
     tools: int = 0
     calls: int = 0
     blocks: int = 0
+    offline_decisions: int = 0
+    """Calls this shim decided from its local policy copy (daemon unreachable)."""
+    spooled: int = 0
+    """Events this shim wrote to its spool instead of handing them in."""
+    last_offline_at: float | None = None
+    """When the shim last decided offline or spooled (its own clock, epoch seconds)."""
+    spool_dir: str | None = None
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -37,6 +44,9 @@ class ShimInfo:
             "tools": self.tools,
             "calls": self.calls,
             "blocks": self.blocks,
+            "offline_decisions": self.offline_decisions,
+            "spooled": self.spooled,
+            "last_offline_at": self.last_offline_at,
         }
 
 
@@ -59,17 +69,21 @@ class ShimTable:
         self._shims[shim_id] = info
         return info
 
-    def heartbeat(self, shim_id: str, tools: int | None, calls: int | None, blocks: int | None) -> bool:
+    def get(self, shim_id: str) -> ShimInfo | None:
+        return self._shims.get(shim_id)
+
+    def heartbeat(self, shim_id: str, body: dict[str, Any]) -> bool:
         info = self._shims.get(shim_id)
         if info is None:
             return False
         info.last_seen = time.time()
-        if tools is not None:
-            info.tools = tools
-        if calls is not None:
-            info.calls = calls
-        if blocks is not None:
-            info.blocks = blocks
+        for k in ("tools", "calls", "blocks", "offline_decisions", "spooled"):
+            v = body.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                setattr(info, k, v)
+        t = body.get("last_offline_at")
+        if isinstance(t, int | float) and not isinstance(t, bool):
+            info.last_offline_at = float(t)
         return True
 
     def unregister(self, shim_id: str) -> ShimInfo | None:

@@ -4,6 +4,16 @@ Start, watch, restart with exponential backoff within a restart budget, stop
 on shutdown (SIGTERM, then SIGKILL after a timeout), and report state, pid,
 restarts, uptime and last exit. A child that exhausts its budget is left
 ``failed`` and makes the daemon report itself degraded.
+
+A child with a ``channel`` gets an already-connected socket to the daemon at
+spawn (``--channel-fd N``): it never depends on a socket path or on group
+membership to reach its parent, and it reports over it. Such a child is
+``starting`` until it reports ``ready`` (listening, privileges dropped), and
+its reports (health, errors) are kept for ``status``. Exit code 78
+(EX_CONFIG) means "cannot run with this configuration" (e.g. the port is
+taken): the child is ``failed`` with the one-line error it reported, and is
+retried at the slowest backoff without using up its budget. A pidfile lets
+a new daemon find and end a child the previous one left behind.
 """
 
 from __future__ import annotations
@@ -13,11 +23,15 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import psutil
 
 from agentsh.agent.events.models import ComponentExited, Event
 
@@ -40,6 +54,13 @@ class ChildSpec:
     """A child that ran this long resets its backoff."""
     stdout: int | None = None
     stderr: int | None = None
+    channel: Callable[[Callable[[], int | None]], socket.socket] | None = None
+    """Makes a connected channel socket for each spawn (given a getter of the
+    child's pid); the child gets its end as ``--channel-fd N``."""
+    pidfile: Path | None = None
+    """Where the running child's pid and start time are kept (reclaim after a crash)."""
+
+EX_CONFIG = 78
 
 
 @dataclass
@@ -58,12 +79,22 @@ class ChildState:
     restart_times: deque = field(default_factory=deque)
     backoff: float = 0.0
     stop_requested: bool = False
+    ready: bool = False
+    report: dict[str, Any] = field(default_factory=dict)
+    """The child's last report over its channel."""
+    report_at: float | None = None
+    error: str | None = None
+    """The one-line reason the child gave for failing (EX_CONFIG)."""
 
     def snapshot(self) -> dict[str, Any]:
         now = time.time()
         return {
             "name": self.spec.name,
             "state": self.state,
+            "ready": self.ready,
+            "error": self.error,
+            "report": self.report or None,
+            "report_age_seconds": round(now - self.report_at, 3) if self.report_at else None,
             "pid": self.pid,
             "restarts": self.restarts,
             "uptime_seconds": round(now - self.started_at, 3)
@@ -106,19 +137,63 @@ class Supervisor:
     async def _spawn(self, st: ChildState) -> None:
         spec = st.spec
         st.state = "starting"
-        st.proc = await asyncio.create_subprocess_exec(
-            *spec.argv,
-            env=spec.env,
-            cwd=spec.cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=spec.stdout,
-            stderr=spec.stderr,
-            start_new_session=True,
-        )
+        st.ready = False
+        st.report = {}
+        st.report_at = None
+        argv = list(spec.argv)
+        child_end: socket.socket | None = None
+        pass_fds: tuple[int, ...] = ()
+        if spec.channel is not None:
+            child_end = spec.channel(lambda: st.pid)
+            argv += ["--channel-fd", str(child_end.fileno())]
+            pass_fds = (child_end.fileno(),)
+        try:
+            st.proc = await asyncio.create_subprocess_exec(
+                *argv,
+                env=spec.env,
+                cwd=spec.cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=spec.stdout,
+                stderr=spec.stderr,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        finally:
+            if child_end is not None:
+                child_end.close()  # the child has its copy
         st.pid = st.proc.pid
         st.started_at = time.time()
-        st.state = "running"
+        if spec.channel is None:
+            st.state = "running"
+            st.ready = True
+        self._write_pidfile(st)
         log.info("started %s (pid %d)", spec.name, st.pid)
+
+    def _write_pidfile(self, st: ChildState) -> None:
+        if st.spec.pidfile is None or st.pid is None:
+            return
+        try:
+            created = psutil.Process(st.pid).create_time()
+            st.spec.pidfile.write_text(f"{st.pid} {created!r}\n")
+        except (OSError, psutil.Error) as e:
+            log.warning("cannot write %s: %s", st.spec.pidfile, e)
+
+    def report(self, name: str, state: dict[str, Any]) -> None:
+        """A child's report over its channel (readiness, health, a fatal error)."""
+        st = self._children.get(name)
+        if st is None:
+            return
+        st.report = state
+        st.report_at = time.time()
+        err = state.get("error")
+        if isinstance(err, str) and err:
+            st.error = err[:500]
+        if state.get("ready") and not st.ready:
+            st.ready = True
+            st.error = None
+            if st.state == "starting":
+                st.state = "running"
+            log.info("%s ready (pid %s)", name, st.pid)
 
     async def _run(self, st: ChildState) -> None:
         spec = st.spec
@@ -143,12 +218,27 @@ class Supervisor:
                 if ran >= spec.stable_after:
                     st.backoff = spec.backoff_initial
             st.pid = None
+            st.ready = False
             if st.stop_requested:
                 st.state = "stopped"
                 self._exited(st, will_restart=False)
                 return
-            # budget
             now = time.time()
+            if rc == EX_CONFIG:
+                # Cannot run with this configuration (the child said why): no
+                # crash loop, no budget used; try again at the slowest pace.
+                st.state = "failed"
+                st.error = st.error or f"{spec.name} exited {EX_CONFIG} (configuration error)"
+                st.next_restart_at = now + spec.backoff_max
+                self._exited(st, will_restart=True, delay=spec.backoff_max)
+                log.error("%s: %s (retrying in %.0fs)", spec.name, st.error, spec.backoff_max)
+                await asyncio.sleep(spec.backoff_max)
+                if st.stop_requested:
+                    st.state = "stopped"
+                    return
+                st.next_restart_at = None
+                continue
+            # budget
             while st.restart_times and now - st.restart_times[0] > spec.budget_window:
                 st.restart_times.popleft()
             if len(st.restart_times) >= spec.budget_restarts:
@@ -236,3 +326,36 @@ class Supervisor:
 
     def failed(self) -> list[str]:
         return [n for n, st in self._children.items() if st.state == "failed"]
+
+
+def reclaim_stale(pidfile: Path, marker: str, state_dir: str) -> list[int]:
+    """End children a previous daemon left behind (after kill -9 they may still
+    hold the proxy's port): the one in ``pidfile`` if it is still that process,
+    and any orphan (parent gone) whose command line has ``marker`` and our
+    ``--state-dir``. Returns the pids ended."""
+    victims: dict[int, psutil.Process] = {}
+    try:
+        pid_s, created_s = pidfile.read_text().split()[:2]
+        p = psutil.Process(int(pid_s))
+        if abs(p.create_time() - float(created_s)) < 0.01 and marker in " ".join(p.cmdline()):
+            victims[p.pid] = p
+    except (OSError, ValueError, psutil.Error):
+        pass
+    for p in psutil.process_iter(["cmdline", "ppid"]):
+        with contextlib.suppress(psutil.Error):
+            cmd = p.info["cmdline"] or []
+            if marker in cmd and "--state-dir" in cmd and p.info["ppid"] == 1:
+                i = cmd.index("--state-dir")
+                if i + 1 < len(cmd) and cmd[i + 1] == state_dir and p.pid != os.getpid():
+                    victims[p.pid] = p
+    for p in victims.values():
+        log.warning("ending %s left by a previous daemon (pid %d)", marker, p.pid)
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(list(victims.values()), timeout=3)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    with contextlib.suppress(OSError):
+        pidfile.unlink()
+    return sorted(victims)

@@ -39,6 +39,9 @@ class Event(BaseModel):
     comm: str | None = None
     exe: str | None = None
     cmdline: list[str] | None = None
+    sender_timestamp: str | None = None
+    """Events handed in by other processes: the time the sender claimed (the
+    envelope's ``id``, ``host`` and ``timestamp`` are always the daemon's)."""
 
 
 # ------------------------------------------------------------------ lifecycle
@@ -95,6 +98,29 @@ class EventsRotated(Event):
     path: str
 
 
+class EventsTornTail(Event):
+    """The log did not end with a newline when the writer opened it (a crash in
+    the middle of a write): the partial last line was cut off."""
+
+    type: Literal["events_torn_tail"] = "events_torn_tail"
+    path: str
+    bytes_removed: int
+    fragment_head: str = ""
+    """The start of the removed fragment (at most 200 bytes)."""
+
+
+class AdminAction(Event):
+    """An administrative act on the admin socket (anything that can lower
+    enforcement), with the caller's credentials from SO_PEERCRED."""
+
+    type: Literal["admin_action"] = "admin_action"
+    action: str
+    """policy_reload | mcp_approve | bpf_detach | events_reopen | selftest ..."""
+    outcome: Literal["ok", "rejected", "error"] = "ok"
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """What changed (e.g. the approved tools with their hashes, the new policy hash)."""
+
+
 # ------------------------------------------------------------------ MCP (seed 001)
 
 
@@ -112,6 +138,8 @@ class DetectionResult(BaseModel):
     severity: Literal["low", "medium", "high", "critical"]
     matches: list[DetectionMatch]
     field: str
+    why: str = ""
+    """One line: the order and its object, e.g. "order 'must run' → shell command `sudo -l` (privilege ...)"."""
 
 
 class FieldChange(BaseModel):
@@ -174,6 +202,8 @@ class MCPToolCalled(Event):
     input: Any = None
     action: Action = "allow"
     reason: str | None = None
+    input_truncated: bool | None = None
+    """``input`` is a bounded copy: the call's arguments were too big to ship whole."""
     server_type: ServerType = "stdio"
     tool_hash: str | None = None
 
@@ -191,6 +221,24 @@ class MCPToolCallIntercepted(Event):
     tool_hash: str
     action: Action
     reason: str | None = None
+    input_truncated: bool | None = None
+    """``input`` is a bounded copy: the call's arguments were too big to ship whole."""
+
+
+class MCPResultInjection(Event):
+    """A tool result (text a tool returned: an issue body, a web page, a file) that
+    carries instructions addressed to the AI agent (indirect prompt injection)."""
+
+    type: Literal["mcp_result_injection"] = "mcp_result_injection"
+    server_id: str | None = None
+    tool_name: str
+    call_id: str | None = None
+    """The JSON-RPC id (shim) or the tool_use id (proxy) of the call that returned it."""
+    excerpt: str = ""
+    """The sentence that carries the injection (at most 300 characters)."""
+    detections: list[DetectionResult] = Field(default_factory=list)
+    max_severity: Literal["low", "medium", "high", "critical"] | None = None
+    action: Literal["alert", "block"] = "alert"
 
 
 class MCPNetworkConnection(Event):
@@ -316,12 +364,15 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     PolicyRejected,
     EventsDropped,
     EventsRotated,
+    EventsTornTail,
+    AdminAction,
     MCPToolSeen,
     MCPToolChanged,
     MCPDetection,
     MCPToolShadowed,
     MCPToolCalled,
     MCPToolCallIntercepted,
+    MCPResultInjection,
     MCPNetworkConnection,
     NetworkConnect,
     BPFLostEvents,
@@ -342,12 +393,15 @@ AnyEvent = Annotated[
     | PolicyRejected
     | EventsDropped
     | EventsRotated
+    | EventsTornTail
+    | AdminAction
     | MCPToolSeen
     | MCPToolChanged
     | MCPDetection
     | MCPToolShadowed
     | MCPToolCalled
     | MCPToolCallIntercepted
+    | MCPResultInjection
     | MCPNetworkConnection
     | NetworkConnect
     | BPFLostEvents
@@ -367,19 +421,51 @@ TYPE_NAMES: frozenset[str] = frozenset(
 )
 
 
-FOREIGN_SOURCES: frozenset[str] = frozenset({"shim", "proxy", "hook", "ctl"})
+FOREIGN_TYPES: dict[str, frozenset[str]] = {
+    "shim": frozenset(
+        {
+            "mcp_tool_seen",
+            "mcp_tool_changed",
+            "mcp_detection",
+            "mcp_tool_shadowed",
+            "mcp_tool_called",
+            "mcp_result_injection",
+            "shim_registered",
+            "shim_exited",
+            "protocol_error",
+        }
+    ),
+    "proxy": frozenset(
+        {"llm_request", "mcp_tool_call_intercepted", "mcp_result_injection", "protocol_error"}
+    ),
+    "hook": frozenset({"hook_evaluation"}),
+    "ctl": frozenset(),
+}
+"""The event types each unprivileged layer emits: all a non-root sender may hand in."""
+FOREIGN_SOURCES: frozenset[str] = frozenset(FOREIGN_TYPES)
 
 
 def vouch(ev: Event, uid: int) -> bool:
-    """Admit an event that a process other than the daemon handed in (API post
-    or spool file) on behalf of ``uid``. Root may speak for any source; anyone
-    else only for the unprivileged layers, and the event carries their uid,
-    so a group member cannot forge daemon, BPF or policy events."""
+    """Admit an event that a process other than the daemon handed in (API post,
+    decision channel or spool file) on behalf of ``uid``.
+
+    The envelope becomes the daemon's: ``id``, ``host`` and ``timestamp`` are
+    assigned when it is written (the sender's claimed time is kept as
+    ``sender_timestamp``). Root may hand in any type; anyone else only the
+    types of an unprivileged layer (``FOREIGN_TYPES``) under that layer's
+    source, and the event carries their uid: a group member cannot forge
+    daemon, BPF, policy or admin events under any source.
+    """
+    if ev.timestamp:
+        ev.sender_timestamp = ev.sender_timestamp or ev.timestamp
+    ev.id = ""
+    ev.host = ""
+    ev.timestamp = ""
     if uid == 0:
         if ev.uid is None:
             ev.uid = 0
         return True
-    if ev.source not in FOREIGN_SOURCES:
+    if ev.type not in FOREIGN_TYPES.get(ev.source, ()):
         return False
     ev.uid = uid
     return True

@@ -326,6 +326,8 @@ class DecisionEngine:
                     source="proxy",
                     session_id=req.session_id,
                     pid=req.pid,
+                    uid=req.uid,
+                    input_truncated=req.arguments_truncated,
                     request_id=req.request_id or "",
                     dialect=dialect,  # type: ignore[arg-type]
                     tool_name=req.tool_name,
@@ -343,6 +345,8 @@ class DecisionEngine:
                     source="shim",
                     session_id=req.session_id,
                     pid=req.pid,
+                    uid=req.uid,
+                    input_truncated=req.arguments_truncated,
                     server_id=d.server_id,
                     tool_name=req.tool_name,
                     jsonrpc_id=req.jsonrpc_id,

@@ -344,6 +344,59 @@ class ToolRegistry:
             db.execute("ROLLBACK")
             raise
 
+    # ------------------------------------------------------------------ decision snapshots
+
+    def snapshot_entries(self) -> list[dict[str, Any]]:
+        """What another process needs to run the decision pipeline on the listed
+        tools without the daemon (the LLM proxy's offline path): identity, hashes,
+        pin, approval and detections — not the definitions."""
+        return [
+            {
+                "server_id": e.server_id,
+                "tool_name": e.tool_name,
+                "server_type": e.server_type,
+                "server_addr": e.server_addr,
+                "hash": e.hash,
+                "pinned_hash": e.pinned_hash,
+                "approved_hash": e.approved_hash,
+                "detections": [
+                    {k: d.get(k) for k in ("pattern", "category", "severity")} for d in e.detections
+                ],
+                "max_severity": e.max_severity,
+            }
+            for e in self._snap.live.values()
+        ]
+
+    @classmethod
+    def from_snapshot(cls, entries: Iterable[Mapping[str, Any]], generation: int = 0) -> ToolRegistry:
+        """An in-memory registry holding exactly ``entries`` (``snapshot_entries``
+        of another registry), for deciding offline with the same pipeline."""
+        reg = cls(None)
+        by_key: dict[tuple[str, str], ToolEntry] = {}
+        servers: dict[str, ServerInfo] = {}
+        for d in entries:
+            sid, name = str(d["server_id"]), str(d["tool_name"])
+            stype, addr = str(d.get("server_type") or ""), str(d.get("server_addr") or "")
+            by_key[(sid, name)] = ToolEntry(
+                server_id=sid,
+                tool_name=name,
+                server_type=stype,
+                server_addr=addr,
+                hash=str(d.get("hash") or ""),
+                definition={},
+                pinned_hash=d.get("pinned_hash"),
+                pinned_definition=None,
+                first_seen=0.0,
+                last_seen=0.0,
+                listed=True,
+                approved_hash=d.get("approved_hash"),
+                detections=tuple(dict(x) for x in d.get("detections") or ()),
+                max_severity=d.get("max_severity"),
+            )
+            servers.setdefault(sid, ServerInfo(sid, stype, addr, 0.0, 0.0, True))
+        reg._snap = _Snapshot(by_key, servers, generation)
+        return reg
+
     def close(self) -> None:
         with self._lock:
             try:

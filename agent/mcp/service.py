@@ -335,6 +335,24 @@ class MCPService:
             "enforce": mcp.enforce_policy,
         }
 
+    def snapshot(self, policy_hash: str) -> dict[str, Any]:
+        """The decision snapshot a layer keeps for deciding without the daemon
+        (channel ``op: snapshot``). ``version`` changes with the registry and the
+        policy, so an unchanged snapshot costs one short answer."""
+        gen, names = self.registry.call_names()
+        mcp = self._policy.mcp
+        return {
+            "version": self.snapshot_version(policy_hash, gen),
+            "names": sorted(names),
+            "tools": self.registry.snapshot_entries(),
+            "fail_closed": mcp.fail_closed,
+            "enforce": mcp.enforce_policy,
+        }
+
+    def snapshot_version(self, policy_hash: str, generation: int | None = None) -> str:
+        gen = self.registry.call_names()[0] if generation is None else generation
+        return f"{gen}:{policy_hash.removeprefix('sha256:')[:16]}"
+
     def server_addrs(self) -> dict[str, str]:
         return self.registry.server_addrs()
 

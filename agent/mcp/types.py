@@ -37,6 +37,10 @@ class DecisionRequest:
     pid: int | None = None
     emit: bool = True
     """Emit the decision event from the daemon (the normal case)."""
+    arguments_truncated: bool | None = None
+    """The caller clipped ``arguments`` (too big to ship whole; agent/client.py)."""
+    uid: int | None = None
+    """Set by the daemon from the caller's credentials (never read from a request)."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -6,13 +6,14 @@ from typing import Any
 
 from aiohttp import web
 
-from agentsh.agent.daemon.jsonhttp import json_response
+from agentsh.agent.daemon.audit import audit
+from agentsh.agent.daemon.jsonhttp import RouteSet, json_response
 from agentsh.agent.netmon.cgroup import resolve_cgroup
 from agentsh.agent.netmon.errors import BPFUnavailable
 from agentsh.agent.netmon.programs import detach_all
 
 
-def routes(ctx: Any) -> list[web.RouteDef]:
+def routes(ctx: Any) -> RouteSet:
     """``ctx.netmon`` is the daemon's NetworkMonitor (or None)."""
 
     async def status(request: web.Request) -> web.Response:
@@ -38,6 +39,7 @@ def routes(ctx: Any) -> list[web.RouteDef]:
         except BPFUnavailable:
             cgdir = None
         removed = detach_all(net.pin_dir, cgdir)
+        audit(ctx, request, "bpf_detach", removed=removed, cgroup=str(cgdir) if cgdir else None)
         return json_response({"removed": removed})
 
-    return [web.get("/v1/bpf", status), web.post("/v1/bpf/detach", detach)]
+    return RouteSet(read=[web.get("/v1/bpf", status)], admin=[web.post("/v1/bpf/detach", detach)])

@@ -1,10 +1,19 @@
-"""Local decisions while agentshd is unreachable.
+"""Decisions while agentshd is unreachable: one offline path for every layer.
 
-The shim reads the policy from the config directory itself and runs the SAME
-code the daemon runs (agentsh.agent.mcp.service.MCPService: detector,
-registry, decision engine) on an in-memory registry, with events going to
-the spool instead of the daemon. What that can and cannot do
-(docs/shim.md, "Offline"):
+Both deciders run the SAME decision pipeline the daemon runs
+(agentsh.agent.mcp.decision.DecisionEngine), with the policy a layer holds:
+
+* ``LocalDecider`` (the shim): the whole MCPService — detector, registry,
+  engine — on an in-memory registry fed by the tools/list the shim itself
+  sees, events going to the shim's spool.
+* ``SnapshotDecider`` (the LLM proxy): the engine on a registry rebuilt from
+  the daemon's last decision snapshot (listed tools with hashes, pins,
+  approvals, detections; channel ``op: snapshot``), so server/tool rules,
+  pins and detection blocks hold offline, and ``fail_closed`` for names the
+  snapshot does not know.
+
+What that can and cannot do (docs/shim.md "Offline", docs/proxy.md "When the
+daemon is unreachable"):
 
 - server/tool allow/deny rules, ``fail_closed`` for tools this server has
   not listed, detection on tools/list (and ``on_detection: block``) work as
@@ -20,6 +29,7 @@ the spool instead of the daemon. What that can and cannot do
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -28,11 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.agent.events.models import Event
+from agentsh.agent.mcp.decision import DecisionEngine
+from agentsh.agent.mcp.registry import ToolRegistry
 from agentsh.agent.mcp.service import MCPService
 from agentsh.agent.mcp.types import Decision, DecisionRequest
 from agentsh.agent.policy.loader import LoadedPolicy, PolicyError, load_dir, load_embedded
+from agentsh.agent.policy.schema import Policy
 
-__all__ = ["LocalDecider", "event_json", "load_policy"]
+__all__ = ["LocalDecider", "SnapshotDecider", "event_json", "load_policy"]
 
 log = logging.getLogger("agentsh.shim")
 
@@ -131,3 +144,35 @@ class LocalDecider:
                 pid=self.pid,
             )
         )
+
+
+class SnapshotDecider:
+    """The decision pipeline on the daemon's last decision snapshot.
+
+    ``update(snapshot)`` rebuilds the registry when the daemon's snapshot
+    changes; ``decide(req)`` returns the Decision the daemon would have taken
+    for the tools it had listed then, without emitting (the caller records
+    the event itself, so it reaches the log once the daemon is back). Rate
+    limits are per process offline (a bucket of this process's own).
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.version: str | None = None
+        self.engine = DecisionEngine(ToolRegistry(None), policy, emit=None)
+        self.decisions = 0
+
+    def update_policy(self, policy: Policy) -> None:
+        self.policy = policy
+        self.engine.update_policy(policy)
+
+    def update(self, snapshot: dict[str, Any]) -> None:
+        reg = ToolRegistry.from_snapshot(snapshot.get("tools") or ())
+        engine = DecisionEngine(reg, self.policy, emit=None)
+        engine.ratelimiter = self.engine.ratelimiter  # keep the buckets across snapshots
+        self.engine = engine
+        self.version = snapshot.get("version")
+
+    def decide(self, req: DecisionRequest) -> Decision:
+        self.decisions += 1
+        return self.engine.decide(dataclasses.replace(req, emit=False))
