@@ -13,6 +13,9 @@ setup:
 # The daemon in the foreground on the embedded default policy, state under ./var/.
 run: setup
 	@mkdir -p $(VAR)
+	@echo "agentshd starting; in another terminal:"
+	@echo "  $(VENV)/bin/agentshctl --socket $(VAR)/run/agentsh.sock status     # health, one line per problem"
+	@echo "  $(VENV)/bin/agentshctl --socket $(VAR)/run/agentsh.sock selftest   # prove each layer enforces, live"
 	$(VENV)/bin/agentshd --foreground --config-dir $(VAR)/etc \
 	  --state-dir $(VAR)/lib --events $(VAR)/log/events.jsonl \
 	  --socket $(VAR)/run/agentsh.sock

@@ -114,12 +114,15 @@ class SnapshotPoller:
         offline: SnapshotDecider | None = None,
         interval: float = 1.0,
         on_ok: Callable[[], None] | None = None,
+        selftests: dict[str, str] | None = None,
     ) -> None:
         self._client = client
         self.gate = gate
         self.offline = offline
         self._interval = interval
         self._on_ok = on_ok
+        self.selftests = selftests
+        """Filled from the snapshot: selftest token → loopback upstream (agentshctl selftest)."""
         self._task: asyncio.Task[None] | None = None
         self.version: str | None = None
         self.last_ok: float | None = None
@@ -139,6 +142,11 @@ class SnapshotPoller:
             self.gate.update(snap)
             if self.offline is not None:
                 self.offline.update(snap)
+            if self.selftests is not None:
+                self.selftests.clear()
+                for t in snap.get("selftest") or ():
+                    if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("upstream"), str):
+                        self.selftests[t["token"]] = t["upstream"]
             v = snap.get("version")
             self.version = v if isinstance(v, str) else None
         return True

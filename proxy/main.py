@@ -149,7 +149,7 @@ async def run(
         state_dir=state_dir,
     )
     server.judge.offline = offline
-    poller = SnapshotPoller(chan, gate, offline, on_ok=server.judge.daemon_answered)
+    poller = SnapshotPoller(chan, gate, offline, on_ok=server.judge.daemon_answered, selftests=server.selftests)
     if chan is not None:
         await poller.refresh()
         poller.start()

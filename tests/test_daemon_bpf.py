@@ -56,7 +56,8 @@ def test_daemon_enforces_survives_kill_9_and_reload_flips_the_verdict(daemon_fac
     d: DaemonProc = daemon_factory(policy(cgdir, pin, target.port))
     wait_for(lambda: bpf_status(d)["state"] == "active", 60, what="bpf active")
     st = json.loads(d.ctl("status", "--json").stdout)
-    assert st["healthy"] is True, st["degraded_reasons"]
+    # the only reason it is not healthy: this test turns the LLM proxy off
+    assert st["degraded_reasons"] == ["LLM proxy disabled by policy (proxy.mode: disabled)"], st["degraded_reasons"]
     stop = tmp_path / "stop"
     looper = subprocess.Popen([sys.executable, "-c", LOOPER, cgdir, "127.0.0.9", str(target.port), str(stop)],
                               stdout=subprocess.PIPE, text=True)

@@ -15,6 +15,7 @@ from agentsh.agent.ctl.mcp_inspect import inspect
 from agentsh.agent.ctl.mcp_wrap import unwrap, wrap
 from agentsh.agent.ctl.policy_cmd import policy
 from agentsh.agent.ctl.proxy import proxy
+from agentsh.agent.ctl.selftest import selftest
 from agentsh.agent.ctl.service import install_service
 from agentsh.agent.ctl.status import status
 from agentsh.agent.version import __version__
@@ -61,6 +62,7 @@ cli.add_command(mcp)
 cli.add_command(proxy)
 cli.add_command(bpf)
 cli.add_command(doctor)
+cli.add_command(selftest)
 
 
 def main() -> None:

@@ -41,7 +41,8 @@ def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | 
     """A shim unregistered or stopped heartbeating: record it, and when it was
     the last shim of its server, that server's tools stop being current (pins
     stay). Two sessions may run the same server, hence "last"."""
-    if ctx.mcp is not None and not ctx.shims.serves(info.server_id):
+    canary = ctx.selftests is not None and ctx.selftests.owns(info.server_id)
+    if ctx.mcp is not None and not ctx.shims.serves(info.server_id) and not canary:
         ctx.mcp.remove_server(info.server_id)
     ctx.events.emit(
         ShimExited(
@@ -94,7 +95,9 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
         "events": ctx.events.stats(),
         "shims": ctx.shims.list(),
         "bpf": bpf,
-        "mcp": ctx.mcp.stats() if ctx.mcp is not None else None,
+        "mcp": {**ctx.mcp.stats(), "snapshot_version": ctx.mcp.snapshot_version(lp.hash)}
+        if ctx.mcp is not None
+        else None,
         "sockets": {name: g.stats() for name, g in ctx.guards.items()},
         "security_coverage": {
             "llm_proxy": policy.proxy.mode != "disabled",

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from agentsh.agent.daemon import api_mcp, spool_ingest
+from agentsh.agent.daemon import api_mcp, selftest, spool_ingest
 from agentsh.agent.daemon.api import build_app, core_routes, shim_gone
 from agentsh.agent.daemon.channel import AgentChannel
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
@@ -150,7 +150,8 @@ class Daemon:
         writer.emit(PolicyLoaded(hash=lp.hash, files=lp.files, trigger="start"))
 
         ctx.mcp = MCPService(ctx.store.policy, ctx.paths.state_dir, ctx.events.emit)
-        routes = core_routes(ctx) + api_mcp.routes(ctx) + bpf_routes(ctx)
+        ctx.selftests = selftest.Selftests(ctx)
+        routes = core_routes(ctx) + api_mcp.routes(ctx) + bpf_routes(ctx) + selftest.routes(ctx)
         self._prepare_spool(ctx)
         await self._start_sockets(ctx, routes)
 
@@ -398,6 +399,7 @@ class Daemon:
                     log.info("ingested %d spooled events", n)
                 for s in ctx.shims.expire():
                     shim_gone(ctx, s, "daemon")
+                ctx.selftests.expire()
             except Exception:
                 log.exception("housekeeping failed")
             await asyncio.sleep(2.0)

@@ -192,6 +192,8 @@ class AgentChannel:
             snap = ctx.mcp.snapshot(ctx.store.current.hash)
             if since is not None and since == snap["version"]:
                 return {"unchanged": True, "version": snap["version"]}
+            if peer.role == "child" and ctx.selftests is not None:
+                snap["selftest"] = ctx.selftests.proxy_view()
             return {"snapshot": snap}
         if op == "report":
             if peer.role != "child" or peer.component is None:

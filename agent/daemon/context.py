@@ -60,3 +60,5 @@ class DaemonContext:
     user_spools: dict[int, Path] = field(default_factory=dict)
     """Per-user spool directories shims announced (uid → dir), ingested like the main spool."""
     user_spools_add: Callable[[int, str], None] | None = None
+    selftests: Any = None
+    """agentsh.agent.daemon.selftest.Selftests: active selftest canaries."""

@@ -49,6 +49,7 @@ R_SERVER_NOT_ALLOWED = "server not in allowlist"
 R_TOOL_DENIED = "tool denied"
 R_TOOL_NOT_ALLOWED = "tool not in allowlist"
 R_UNKNOWN_FAIL_CLOSED = "unknown tool, fail closed"
+R_SELFTEST = "selftest canary (agentshctl selftest)"
 WOULD_BLOCK = "would block: "
 _STATIC_CACHE_MAX = 65536
 _DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
@@ -190,6 +191,12 @@ class DecisionEngine:
             "emit_failed": 0,
         }
         self._c = _Compiled(policy.mcp)
+        self.canaries: dict[tuple[str, str], float] = {}
+        """(server id, tool) → expiry (monotonic): temporary selftest tools that
+        are denied like a denied_tools rule (and, like one, only reported when
+        enforce_policy is false)."""
+        self.canary_decisions: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        """Per canary: the (source, action) of each decision taken on it."""
 
     def update_policy(self, policy: Policy) -> None:
         self._c = _Compiled(policy.mcp)
@@ -213,6 +220,12 @@ class DecisionEngine:
         if not cands:
             return self._unknown(req, c)
         alerts: list[str] = []
+        if self.canaries:
+            for e in cands:
+                if self._canary(e.server_id, e.tool_name):
+                    d = self._finish(req, c, e, R_SELFTEST, alerts, True)
+                    self.canary_decisions.setdefault((e.server_id, e.tool_name), []).append((req.source, d.action))
+                    return d
         if len(cands) == 1:
             e = cands[0]
             reason = c.static(e.server_id, e.tool_name, e.hash)
@@ -247,6 +260,15 @@ class DecisionEngine:
                 + ", ".join(q(e.server_id) for e in cands)
             )
         return self._finish(req, c, chosen, reason, alerts, True)
+
+    def _canary(self, server_id: str, tool: str) -> bool:
+        exp = self.canaries.get((server_id, tool))
+        if exp is None:
+            return False
+        if time.monotonic() > exp:
+            self.canaries.pop((server_id, tool), None)
+            return False
+        return True
 
     def _unknown(self, req: DecisionRequest, c: _Compiled) -> Decision:
         self.counts["unknown"] += 1

@@ -23,7 +23,13 @@ F_EMIT = 1
 TAG_DECLARED = 1
 TAG_KNOWN_ENDPOINT = 2
 TAG_REGISTRY = 3
-TAG_NAMES = {TAG_DECLARED: "declared", TAG_KNOWN_ENDPOINT: "known_endpoint", TAG_REGISTRY: "registry"}
+TAG_SELFTEST = 4
+TAG_NAMES = {
+    TAG_DECLARED: "declared",
+    TAG_KNOWN_ENDPOINT: "known_endpoint",
+    TAG_REGISTRY: "registry",
+    TAG_SELFTEST: "selftest",
+}
 
 _KEY = struct.Struct("=IH16s")  # prefixlen, port (network order), addr
 _VAL = struct.Struct("=IHBB")  # server_idx, tag, action, flags

@@ -71,6 +71,8 @@ class NetworkMonitor:
         self.watchlist: Watchlist | None = None
         self.discovery: Discovery | None = None
         self.tls_blocked: set[str] = set()
+        self.canaries: dict[str, str] = {}
+        """Temporary selftest entries: server id → ip:port (always blocked)."""
         self.cgroup_dir: str | None = None
         self.existing_reported = 0
         self.last_sync: dict[str, Any] = {}
@@ -204,7 +206,9 @@ class NetworkMonitor:
         if self.watch is None:
             return
         t0 = time.monotonic()
-        wl = build_watchlist(self.policy, self.resolver, self._registry_addrs, self.tls_blocked)
+        wl = build_watchlist(
+            self.policy, self.resolver, self._registry_addrs, self.tls_blocked, self.canaries
+        )
         # servers first: a new index is known before the kernel can report it
         if self.consumer is not None:
             self.consumer.servers = wl.servers
@@ -233,6 +237,15 @@ class NetworkMonitor:
                 raise
             except Exception:
                 log.exception("re-resolve failed")
+
+    async def set_canary(self, server_id: str, endpoint: str | None) -> None:
+        """Add (or with ``endpoint=None`` remove) a temporary blocked selftest address."""
+        if endpoint is None:
+            self.canaries.pop(server_id, None)
+        else:
+            self.canaries[server_id] = endpoint
+        async with self._lock:
+            self._sync()
 
     async def refresh(self) -> None:
         """Re-resolve everything now and sync (tests, `bpf status --refresh`)."""

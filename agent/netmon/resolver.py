@@ -32,6 +32,7 @@ from agentsh.agent.netmon.maps import (
     F_EMIT,
     TAG_DECLARED,
     TAG_KNOWN_ENDPOINT,
+    TAG_SELFTEST,
     TAG_REGISTRY,
     Net,
     WatchKey,
@@ -221,7 +222,10 @@ def build_watchlist(
     resolver: Resolver,
     registry_addrs: dict[str, str] | None = None,
     tls_blocked: set[str] | None = None,
+    canaries: dict[str, str] | None = None,
 ) -> Watchlist:
+    """``canaries``: server id → ``ip:port`` of temporary selftest entries
+    (agentshctl selftest), blocked like a denied server while they last."""
     net = policy.network
     mcp = policy.mcp
     tls_blocked = tls_blocked or set()
@@ -284,5 +288,10 @@ def build_watchlist(
         host, port = parse_endpoint(ep)
         idx = ref(ep, "", TAG_KNOWN_ENDPOINT, allowlist)
         add(nets_for(host), port, idx, allowlist, TAG_KNOWN_ENDPOINT)
+
+    for sid, ep in (canaries or {}).items():
+        host, port = parse_endpoint(ep)
+        idx = ref(sid, "", TAG_SELFTEST, True)
+        add(nets_for(host), port, idx, True, TAG_SELFTEST)
 
     return Watchlist(entries, servers, watched)
