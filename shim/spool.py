@@ -13,8 +13,8 @@ daemon may ingest ``shim-<pid>-*.jsonl.tmp`` whose pid is no longer alive.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -34,14 +34,20 @@ def _writable_dir(p: Path) -> bool:
 
 
 def spool_dir(state_dir: str | os.PathLike[str]) -> Path:
-    """``<state_dir>/spool``, or a user-writable fallback when that is not writable."""
+    """``<state_dir>/spool``, or, for a user outside the daemon's group, a
+    private per-user directory the daemon ingests once a shim of that user has
+    registered it (``$XDG_STATE_HOME/agentsh/spool``, default
+    ``~/.local/state/agentsh/spool``). Not /tmp: under systemd the daemon has
+    a private /tmp and would never see it."""
     primary = Path(state_dir) / "spool"
     if _writable_dir(primary):
         return primary
     xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local/state")
-    for cand in (Path(xdg) / "agentsh" / "spool", Path(tempfile.gettempdir()) / f"agentsh-{os.getuid()}" / "spool"):
-        if _writable_dir(cand):
-            return cand
+    cand = Path(xdg) / "agentsh" / "spool"
+    if _writable_dir(cand):
+        with contextlib.suppress(OSError):
+            os.chmod(cand, 0o700)  # the daemon ingests only a private directory
+        return cand
     return primary  # writes will fail and be counted as dropped
 
 

@@ -225,3 +225,38 @@ asyncio.run(go())
     assert not [e for e in d.events() if e.get("detail") == "root-file-in-user-spool"]
     assert not [e for e in d.events("policy_loaded") if e["hash"] == "sha256:forged"]
 
+
+
+def test_a_read_only_per_user_spool_is_ingested_once_not_every_round(daemon_factory: Any, tmp_path: Path) -> None:
+    """Under systemd the daemon sees home directories read-only (ProtectHome):
+    it cannot remove what it ingested there, and must not ingest it again."""
+    d: DaemonProc = daemon_factory(None, start=False)
+    group_policy(d)
+    d.start()
+    open_up(d, d.socket)
+    user_spool = tmp_path / "spool"
+    user_spool.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chown(user_spool, NOBODY, NOBODY)
+    os.chmod(user_spool, 0o700)
+    f = user_spool / "shim-5-a.jsonl"
+    f.write_bytes(event_line("read-only-once"))
+    os.chown(f, NOBODY, NOBODY)
+    subprocess.run(["mount", "--bind", str(user_spool), str(user_spool)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(user_spool)], check=True)
+        r = as_nobody(f"""
+import asyncio
+from agentsh.agent.client import ControlClient
+async def go():
+    async with ControlClient({str(d.socket)!r}) as c:
+        await c.post("/v1/shims/register", {{"server_id": "s", "command": ["x"], "spool_dir": {str(user_spool)!r}}})
+asyncio.run(go())
+""")
+        assert r.returncode == 0, r.stderr
+        d.wait_event("protocol_error", lambda e: e["detail"] == "read-only-once")
+        time.sleep(4.5)  # two more housekeeping rounds
+        assert f.exists()
+        assert len([e for e in d.events("protocol_error") if e["detail"] == "read-only-once"]) == 1
+    finally:
+        subprocess.run(["umount", str(user_spool)], check=False)

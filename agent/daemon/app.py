@@ -107,6 +107,8 @@ class Daemon:
         self._runners: list[web.AppRunner] = []
         self._servers: list[asyncio.base_events.Server] = []
         self._channel: AgentChannel | None = None
+        self._spool_ledger: dict[str, set[str]] = {}
+        """Per spool dir: files ingested but not removable (read-only homes)."""
         self.ctx: DaemonContext
 
     # ------------------------------------------------------------------ start
@@ -371,8 +373,9 @@ class Daemon:
             dfd = await asyncio.to_thread(spool_ingest.open_dir, path, owner)
             if dfd is None:
                 continue
+            seen = self._spool_ledger.setdefault(path, set())
             try:
-                found = await asyncio.to_thread(spool_ingest.scan, dfd, path, owner)
+                found = await asyncio.to_thread(spool_ingest.scan, dfd, path, owner, frozenset(seen))
                 for why in found.refused:
                     log.warning("spool file refused: %s", why)
                 for f in found.files:
@@ -384,7 +387,10 @@ class Daemon:
                             "spool %s/%s: %d invalid lines, %d events refused (%s)",
                             path, f.name, bad, adm.rejected, "; ".join(adm.errors[:3]),
                         )
-                    await asyncio.to_thread(spool_ingest.remove, dfd, f)
+                    if not await asyncio.to_thread(spool_ingest.remove, dfd, f):
+                        seen.add(f.key)  # read-only (a protected home): never twice
+                        if len(seen) > 100_000:
+                            seen.clear()
             finally:
                 os.close(dfd)
         return n

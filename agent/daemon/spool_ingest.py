@@ -23,6 +23,11 @@ running as root, reads them back. Everything in them is hostile:
 A writer uses ``*.jsonl.tmp`` while it writes and renames to ``*.jsonl`` when
 done; the ``.tmp`` of a writer whose pid is gone is complete up to its last
 newline and is ingested too.
+
+Under systemd the daemon sees home directories read-only (``ProtectHome``):
+a per-user spool file it cannot remove is remembered in a ledger by device,
+inode, size and mtime (a finished spool file never changes), so it is
+ingested once, not on every round.
 """
 
 from __future__ import annotations
@@ -50,6 +55,12 @@ class SpoolFile:
     lines: list[bytes]
     ino: int
     dev: int
+    size: int = 0
+    mtime_ns: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.dev}:{self.ino}:{self.size}:{self.mtime_ns}"
 
 
 @dataclass
@@ -82,8 +93,9 @@ def open_dir(path: str, owner: int | None) -> int | None:
     return fd
 
 
-def scan(dir_fd: int, label: str, owner: int | None) -> SpoolScan:
-    """Read every complete spool file under ``dir_fd`` that passes the checks."""
+def scan(dir_fd: int, label: str, owner: int | None, seen: set[str] | frozenset[str] = frozenset()) -> SpoolScan:
+    """Read every complete spool file under ``dir_fd`` that passes the checks
+    (and whose ledger key is not in ``seen``: ingested before, not removable)."""
     out = SpoolScan()
     try:
         names = sorted(os.listdir(dir_fd))
@@ -114,6 +126,8 @@ def scan(dir_fd: int, label: str, owner: int | None) -> SpoolScan:
                 if owner is None or st.st_uid == owner:
                     _remove_if(dir_fd, name, st, owner)
                 continue
+            if f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}" in seen:
+                continue
             chunks = []
             left = MAX_FILE_BYTES + 1
             while left > 0:
@@ -130,7 +144,7 @@ def scan(dir_fd: int, label: str, owner: int | None) -> SpoolScan:
             os.close(fd)
         end = data.rfind(b"\n")  # a .tmp of a dead writer: complete up to its last newline
         lines = [ln for ln in data[: end + 1].split(b"\n") if ln.strip()] if end >= 0 else []
-        out.files.append(SpoolFile(name, st.st_uid, lines, st.st_ino, st.st_dev))
+        out.files.append(SpoolFile(name, st.st_uid, lines, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns))
     return out
 
 
@@ -145,12 +159,22 @@ def parse_lines(lines: list[bytes]) -> tuple[list[object], int]:
     return items, bad
 
 
-def remove(dir_fd: int, f: SpoolFile) -> None:
-    """Unlink ``f`` if the name still refers to the file that was read."""
-    with contextlib.suppress(OSError):
+def remove(dir_fd: int, f: SpoolFile) -> bool:
+    """Unlink ``f`` if the name still refers to the file that was read; False
+    when it is still there (a read-only home: the caller keeps it in a ledger)."""
+    try:
         st = os.stat(f.name, dir_fd=dir_fd, follow_symlinks=False)
-        if st.st_ino == f.ino and st.st_dev == f.dev:
-            os.unlink(f.name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if st.st_ino != f.ino or st.st_dev != f.dev:
+        return True  # someone replaced it: what we read is gone
+    try:
+        os.unlink(f.name, dir_fd=dir_fd)
+        return True
+    except OSError:
+        return False
 
 
 def _remove_if(dir_fd: int, name: str, st: os.stat_result | None, owner: int | None) -> None:
