@@ -132,7 +132,10 @@ def test_every_event_type_serializes_like_pydantic_exclude_none(tmp_path: Path) 
     events = []
     for cls in m.EVENT_TYPES:
         data = {k: _sample_value(f.annotation) for k, f in cls.model_fields.items() if k != "type"}
-        data.update(id="", timestamp="", host="", source="proxy", session_id=None, pid=None)
+        data.update(id="", timestamp="", host="", source="proxy", session_id=None, pid=None,
+                    sender_timestamp="2026-01-02T03:04:05Z")  # intake accepts RFC 3339 only
+        if "sender_timestamp" in cls.model_fields:  # validated as RFC 3339: not a sample string
+            data["sender_timestamp"] = "2026-01-02T03:04:05.000006Z"
         ev = cls(**data)
         events.append(ev)
         assert w.emit(ev)

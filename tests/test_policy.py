@@ -44,7 +44,7 @@ def test_dropins_merge_onto_embedded_default_when_no_main_file(tmp_path: Path) -
     lp = load_dir(tmp_path)
     assert lp.files == [EMBEDDED_DEFAULT, str(tmp_path / "policy.d/10-x.yaml")]
     assert lp.policy.mcp.fail_closed is True
-    assert lp.policy.proxy.listen == "127.0.0.1:8765"  # from the default
+    assert lp.policy.proxy.listen == "127.0.0.1:7390"  # from the default
 
 
 def test_mappings_merge_scalars_later_wins_lists_concatenate(tmp_path: Path) -> None:

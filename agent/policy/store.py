@@ -21,6 +21,7 @@ import orjson
 from agentsh.agent.events.models import Event, PolicyLoaded, PolicyRejected
 from agentsh.agent.policy.loader import (
     DROPIN_DIR,
+    MAX_DROPINS,
     LoadedPolicy,
     PolicyError,
     load_dir,
@@ -171,8 +172,11 @@ class PolicyStore:
     # -- watching
 
     def _files_fingerprint(self) -> tuple:
-        items = []
-        for p in [self.config_dir, self.config_dir / DROPIN_DIR, *policy_files(self.config_dir)]:
+        files = policy_files(self.config_dir)
+        # Past the drop-in limit the policy is rejected anyway: the count (and
+        # the directory's mtime) tell a change, without a stat per file.
+        items: list[tuple] = [("files", len(files))]
+        for p in [self.config_dir, self.config_dir / DROPIN_DIR, *files[: MAX_DROPINS + 1]]:
             try:
                 st = p.stat()
                 items.append((str(p), st.st_mtime_ns, st.st_size, st.st_ino))
