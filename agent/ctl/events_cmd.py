@@ -10,10 +10,12 @@ from typing import Any
 import click
 import orjson
 
-from agentsh.agent.client import DaemonUnavailable, call
 from agentsh.agent.ctl.common import api, die, print_json, socket_of
 from agentsh.agent.events import reader
-from agentsh.agent.events.models import TYPE_NAMES, json_schema
+from agentsh.agent.sockets import DaemonUnavailable, call
+
+# agentsh.agent.events.models (pydantic) is imported only where it is used:
+# `agentshctl events tail` without --type must start fast (docs/operations.md "CLI start-up").
 
 DEFAULT_EVENTS = "/var/log/agentsh/events.jsonl"
 
@@ -35,9 +37,11 @@ def read_events(
     types: Iterable[str],
     since: str | None,
     follow: bool,
+    **flow: str | None,
 ) -> Iterator[dict[str, Any]]:
     """Events from the log (--events, else the daemon's): exits with a message
-    when there is no log or --since does not parse."""
+    when there is no log or --since does not parse. ``flow``: ``session_id``,
+    ``min_risk``, ``flow_type`` filters (agent/events/reader.py)."""
     path = events_path(ctx, events_file)
     if not path.exists() and not follow:
         die(f"no event log at {path}")
@@ -45,7 +49,7 @@ def read_events(
         since_dt = reader.parse_since(since) if since else None
     except ValueError as e:
         die(str(e))
-    return reader.iter_events(str(path), types=set(types) or None, since=since_dt, follow=follow)
+    return reader.iter_events(str(path), types=set(types) or None, since=since_dt, follow=follow, **flow)
 
 
 @click.group()
@@ -60,6 +64,10 @@ def events() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON lines as written.")
 @click.option("--events", "events_file", help="Event log file (default: the daemon's).")
 @click.option("-n", "--lines", type=int, default=None, help="Only the last N matching events (without -f).")
+@click.option("--session-id", help="Only events of this agent session (hook evaluations, decisions, flow summaries).")
+@click.option("--risk-level", type=click.Choice(reader.RISK_LEVELS),
+              help="Only events whose data-flow risk is at least this (high: high and critical).")
+@click.option("--flow-type", help="Only events with this data flow, e.g. internal->external.")
 @click.pass_context
 def tail(
     ctx: click.Context,
@@ -69,12 +77,21 @@ def tail(
     as_json: bool,
     events_file: str | None,
     lines: int | None,
+    session_id: str | None,
+    risk_level: str | None,
+    flow_type: str | None,
 ) -> None:
     """Print events from the log, optionally following it."""
-    unknown = [t for t in types if t not in TYPE_NAMES and not any(c in t for c in "*?[")]
+    if types:
+        from agentsh.agent.events.models import TYPE_NAMES
+
+        unknown = [t for t in types if t not in TYPE_NAMES and not any(c in t for c in "*?[")]
+    else:
+        unknown = []
     if unknown:
         die(f"unknown event type(s): {', '.join(unknown)} (see `agentshctl events schema`)")
-    it = read_events(ctx, events_file, types, since, follow)
+    it = read_events(ctx, events_file, types, since, follow,
+                     session_id=session_id, min_risk=risk_level, flow_type=flow_type)
     if lines is not None and not follow:
         it = iter(deque(it, maxlen=lines))
     try:
@@ -88,9 +105,20 @@ def tail(
 
 
 @events.command()
-def schema() -> None:
-    """Print the JSON Schema of every event type."""
-    print_json(json_schema())
+@click.option(
+    "--format", "fmt", type=click.Choice(["native", "ocsf"]), default="native", show_default=True,
+    help="native: agentsh's event schema; ocsf: the OCSF classes written with events.format: ocsf.",
+)
+def schema(fmt: str) -> None:
+    """Print the JSON Schema of the event log's lines (every event type)."""
+    if fmt == "ocsf":
+        from agentsh.agent.events.ocsf import SCHEMA_FILE
+
+        click.echo(SCHEMA_FILE.read_text(), nl=False)
+        return
+    from agentsh.agent.events.contract import published_schema
+
+    print_json(published_schema())
 
 
 @events.command()

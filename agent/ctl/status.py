@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import sys
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from agentsh.agent.ctl.common import ago, api, print_json, table
+from agentsh.agent.timefmt import epoch, seconds_since
 
 
-def _ts(t: float | None) -> str:
-    if not t:
+def _ts(v: Any) -> str:
+    """An RFC 3339 time of the status JSON, for people."""
+    t = epoch(v)
+    if t is None:
         return "-"
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -101,18 +103,29 @@ def render(st: dict[str, Any]) -> str:
             f"  events seen {bpf.get('events_seen', 0)}, blocked {bpf.get('blocked_total', 0)}, "
             f"lost {bpf.get('lost_events', 0)}"
         )
-    res = (bpf.get("resolve") or {}).get("last_resolve")
+    res = (bpf.get("resolve") or {}).get("last_resolved_at")
     if res:
-        out.append(f"  last resolve {_ts(res) if isinstance(res, int | float) else res}")
+        out.append(f"  last resolve {_ts(res)}")
     cov = st.get("security_coverage") or {}
     out.append("")
     out.append(
-        "Coverage "
+        f"Coverage {cov.get('level', 'proxy_only')}: "
         + f"llm-proxy {'on' if cov.get('llm_proxy') else 'off'}, "
         + f"stdio shims {cov.get('stdio_shims', 0)}, "
         + f"network {'on' if cov.get('network') else 'off'}, "
         + f"hooks {'on' if cov.get('hooks_active') else 'off'}"
     )
+    if cov.get("hooks_active"):
+        last = cov.get("last_hook_evaluation_at")
+        out.append(
+            f"  {cov.get('hook_sessions', 0)} active hook session(s)"
+            + (f", last evaluation {ago(seconds_since(last))} ago" if last else "")
+        )
+    elif cov.get("hooks_enabled") is False:
+        out.append("  agent hooks disabled by policy (flow.hooks.enabled: false)")
+    else:
+        out.append("  no agent hooks seen: `agentshctl hook install --agent claude-code` adds "
+                   "Read/Bash/WebFetch data-flow checks (docs/flow.md)")
     return "\n".join(out)
 
 
@@ -124,7 +137,7 @@ def _last_exit(le: dict[str, Any] | None) -> str:
     if not le:
         return "-"
     what = le.get("signal") or f"code {le.get('code')}"
-    return f"{what} {ago(time.time() - le['at'])} ago"
+    return f"{what} {ago(seconds_since(le.get('at')))} ago"
 
 
 @click.command()

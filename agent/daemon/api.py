@@ -32,6 +32,7 @@ from agentsh.agent.daemon.jsonhttp import (
 from agentsh.agent.daemon.peercred import peer_of
 from agentsh.agent.daemon.shims import ShimInfo
 from agentsh.agent.events.models import ShimExited, ShimRegistered
+from agentsh.agent.timefmt import rfc3339, rfc3339_times
 from agentsh.agent.version import __version__
 
 MAX_EVENTS_PER_POST = MAX_EVENTS_PER_BATCH
@@ -73,7 +74,8 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
     policy = lp.policy
     bpf = bpf_status(ctx)
     degraded = assess(ctx, bpf)
-    hooks_active = False
+    hooks = ctx.hooks.coverage() if ctx.hooks is not None else {}
+    hooks_active = bool(hooks.get("hooks_active"))
     out: dict[str, Any] = {
         "version": __version__,
         "pid": os.getpid(),
@@ -103,9 +105,11 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
             "llm_proxy": policy.proxy.mode != "disabled",
             "stdio_shims": len(ctx.shims),
             "network": bpf.get("state") == "active",
+            **hooks,
             "hooks_active": hooks_active,
             "level": "full" if hooks_active else "proxy_only",
         },
+        "hooks_active": hooks_active,
     }
     for name, fn in ctx.status_sections.items():
         try:
@@ -114,7 +118,7 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
             out[name] = {"error": str(e)}
     out["healthy"] = not degraded
     out["degraded_reasons"] = degraded
-    return out
+    return rfc3339_times(out)  # one time format: RFC 3339 UTC, as in the event log
 
 
 def core_routes(ctx: DaemonContext) -> RouteSet:
@@ -127,7 +131,7 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
             {
                 "hash": lp.hash,
                 "files": lp.files,
-                "loaded_at": ctx.store.loaded_at,
+                "loaded_at": rfc3339(ctx.store.loaded_at),
                 "policy": lp.policy.model_dump(mode="json"),
             }
         )
@@ -227,10 +231,10 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
         return json_response({"ok": True})
 
     async def shims(request: web.Request) -> web.Response:
-        return json_response({"shims": ctx.shims.list()})
+        return json_response({"shims": rfc3339_times(ctx.shims.list())})
 
     async def components(request: web.Request) -> web.Response:
-        return json_response({"components": ctx.supervisor.status()})
+        return json_response({"components": rfc3339_times(ctx.supervisor.status())})
 
     return RouteSet(
         read=[

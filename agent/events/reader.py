@@ -66,10 +66,52 @@ def _ts_key(ts: Any) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-class _Filter:
-    """``types`` (names or globs like ``mcp_*``) and ``since``; fast string compare when possible."""
+RISK_LEVELS = ("none", "medium", "high", "critical")
+_RISK_RANK = {r: i for i, r in enumerate(RISK_LEVELS)}
 
-    def __init__(self, types: Iterable[str] | None, since: datetime | None) -> None:
+
+def _risk_at_least(d: dict[str, Any], rank: int) -> bool:
+    """The event's flow risk (``risk_level``; for ``flow_summary`` any level
+    counted in ``risk_level_distribution``) is at least ``rank``."""
+    r = d.get("risk_level")
+    if isinstance(r, str) and _RISK_RANK.get(r, -1) >= rank:
+        return True
+    dist = d.get("risk_level_distribution")
+    if isinstance(dist, dict):
+        return any(_RISK_RANK.get(k, -1) >= rank and v for k, v in dist.items())
+    return False
+
+
+def _has_flow_type(d: dict[str, Any], flow_type: str) -> bool:
+    if d.get("flow_type") == flow_type:
+        return True
+    dist = d.get("flow_type_distribution")
+    return isinstance(dist, dict) and bool(dist.get(flow_type))
+
+
+def _session_match(d: dict[str, Any], session_id: str) -> bool:
+    if d.get("session_id") == session_id:
+        return True
+    linked = d.get("linked_mcp_sessions")  # a flow_summary names the MCP sessions it absorbed
+    return isinstance(linked, list) and session_id in linked
+
+
+class _Filter:
+    """``types`` (names or globs like ``mcp_*``), ``since``, and the flow
+    filters (``session_id``, ``min_risk``, ``flow_type``); fast string compare
+    when possible."""
+
+    def __init__(
+        self,
+        types: Iterable[str] | None,
+        since: datetime | None,
+        session_id: str | None = None,
+        min_risk: str | None = None,
+        flow_type: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.min_risk = _RISK_RANK[min_risk] if min_risk is not None else None
+        self.flow_type = flow_type.replace("->", "→") if flow_type else None
         self.exact: frozenset[str] | None = None
         self.globs: tuple[str, ...] = ()
         if types is not None:
@@ -84,6 +126,12 @@ class _Filter:
             t = d.get("type")
             if t not in self.exact and not any(fnmatch.fnmatchcase(str(t), g) for g in self.globs):
                 return False
+        if self.session_id is not None and not _session_match(d, self.session_id):
+            return False
+        if self.min_risk is not None and not _risk_at_least(d, self.min_risk):
+            return False
+        if self.flow_type is not None and not _has_flow_type(d, self.flow_type):
+            return False
         if self.since is not None:
             ts = d.get("timestamp")
             if isinstance(ts, str) and len(ts) == 27 and ts[-1] == "Z":  # our own format
@@ -98,7 +146,17 @@ def _parse(line: bytes) -> dict[str, Any] | None:
         d = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    return d if isinstance(d, dict) else None
+    return native_of(d) if isinstance(d, dict) else None
+
+
+def native_of(d: dict[str, Any]) -> dict[str, Any]:
+    """The native event of a line in either format: an OCSF line (``events.format:
+    ocsf``) carries it under ``unmapped`` (docs/events.md, "OCSF")."""
+    if "type" not in d and "class_uid" in d:
+        u = d.get("unmapped")
+        if isinstance(u, dict) and "type" in u:
+            return u
+    return d
 
 
 def rotated_files(path: str) -> list[str]:
@@ -133,15 +191,21 @@ def iter_events(
     from_end: bool = False,
     poll_interval: float = 0.25,
     stop: threading.Event | None = None,
+    session_id: str | None = None,
+    min_risk: str | None = None,
+    flow_type: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield events (dicts) from ``path``, filtered by ``types`` and ``since``.
+    """Yield events (dicts) from ``path``, filtered by ``types`` and ``since``
+    (and the flow filters: ``session_id``; ``min_risk``, a risk level, keeps
+    events whose flow risk is at least that; ``flow_type``, e.g.
+    ``internal→external`` or ``internal->external``).
 
     ``include_rotated`` reads ``path.N`` … ``path.1`` first. ``follow`` keeps
     waiting for new lines (across rotation, reopen and truncation) until
     ``stop`` is set or the caller stops iterating. ``from_end`` skips what is
     already in the file (``tail -f`` without history).
     """
-    keep = _Filter(types, since)
+    keep = _Filter(types, since, session_id, min_risk, flow_type)
     if follow:
         history = include_rotated and not from_end
         yield from _follow(path, keep, from_end, history, poll_interval, stop)
@@ -386,7 +450,7 @@ def tail(
 
 # ------------------------------------------------------------------ human form
 
-_ENVELOPE = {"id", "timestamp", "type", "source", "host", "session_id"}
+_ENVELOPE = {"id", "timestamp", "type", "source", "host", "severity", "session_id"}
 _PROCESS = ("pid", "ppid", "uid", "username", "comm", "exe", "cmdline")
 _KEY_FIELDS: dict[str, tuple[str, ...]] = {
     "daemon_started": ("version", "config_dir", "socket", "events_path"),
@@ -426,8 +490,16 @@ _KEY_FIELDS: dict[str, tuple[str, ...]] = {
         "tool_calls_blocked",
         "error",
     ),
-    "hook_evaluation": ("hook_event", "tool_name", "decision", "reason", "flow_type", "risk_level"),
-    "flow_summary": ("duration_seconds", "total_origins", "total_flow_edges", "tools_used"),
+    "hook_evaluation": ("hook_event", "tool_name", "decision", "risk_level", "flow_type", "reason"),
+    "flow_summary": (
+        "reason",
+        "coverage",
+        "duration_seconds",
+        "total_origins",
+        "total_flow_edges",
+        "risk_level_distribution",
+        "tools_used",
+    ),
 }
 _MAX_VALUE = 80
 

@@ -11,6 +11,7 @@ from agentsh.agent.daemon.jsonhttp import RouteSet, json_response
 from agentsh.agent.netmon.cgroup import resolve_cgroup
 from agentsh.agent.netmon.errors import BPFUnavailable
 from agentsh.agent.netmon.programs import detach_all
+from agentsh.agent.timefmt import rfc3339_times
 
 
 def routes(ctx: Any) -> RouteSet:
@@ -22,7 +23,7 @@ def routes(ctx: Any) -> RouteSet:
             return json_response(
                 {"state": "unavailable", "reason": getattr(ctx, "netmon_error", None) or "not started"}
             )
-        return json_response(mon.status())
+        return json_response(rfc3339_times(mon.status()))
 
     async def detach(request: web.Request) -> web.Response:
         mon = ctx.netmon

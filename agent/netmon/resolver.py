@@ -118,6 +118,11 @@ class HostState:
     next_due: float = 0.0
 
 
+def _wall(mono: float | None) -> float | None:
+    """A time.monotonic() reading as epoch seconds (for status: one time format)."""
+    return None if mono is None else time.time() - (time.monotonic() - mono)
+
+
 class Resolver:
     """Caches host → addresses; resolves in a worker thread with a timeout."""
 
@@ -178,10 +183,10 @@ class Resolver:
 
     def status(self) -> dict[str, Any]:
         return {
-            "last_resolve": self.last_resolve,
+            "last_resolved_at": self.last_resolve,
             "errors_total": self.errors,
             "hosts": {
-                h: {"addrs": st.addrs, "error": st.error, "resolved_at_monotonic": st.resolved_at}
+                h: {"addrs": st.addrs, "error": st.error, "resolved_at": _wall(st.resolved_at)}
                 for h, st in self.hosts.items()
             },
         }

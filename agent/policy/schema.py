@@ -40,13 +40,17 @@ def _check_glob(v: str) -> str:
 
 class DaemonConfig(_Model):
     socket: str = "/run/agentsh/agentsh.sock"
-    """Control socket (HTTP over a Unix socket, mode 0660, group `daemon.group`). Changing it needs a restart."""
+    """Agent-side control socket (HTTP over a Unix socket, mode 0660, group `daemon.group`); the decision channel (`<stem>-decide.sock`) and the admin socket (`<stem>-admin.sock`) live beside it. Changing it needs a restart."""
     state_dir: str = "/var/lib/agentsh"
     """Registry database, last good policy, spool of events from shims/proxy, proxy body storage. Changing it needs a restart."""
     user: str = "agentsh"
     """Unprivileged user the LLM proxy drops to (falls back to ``nobody``)."""
     group: str = "agentsh"
-    """Group that owns the control socket; its members may use mutating endpoints."""
+    """Group of the agent-side sockets (control socket and decision channel, mode 0660): its members (the users whose AI agents are guarded: their shims and hooks) may ask for decisions, register tools, hand in events and read status. Nothing on these sockets can lower enforcement."""
+    admin_group: str = "agentsh-admin"
+    """Group of the admin socket (``<socket stem>-admin.sock``, mode 0660): its members and root may approve tools, reload policy, detach BPF and reopen the log; every such act is an ``admin_action`` event. When the group does not exist, only root."""
+    max_connections_per_uid: int = Field(64, ge=1, le=100_000)
+    """Connections one non-root uid may hold open on each daemon socket at once (root is never limited)."""
     watch_config: bool = True
     """Reload the policy when a file in the config directory changes."""
     watch_interval_seconds: float = Field(1.0, gt=0, le=60)
@@ -73,6 +77,8 @@ class EventsConfig(_Model):
     """Rotated files kept (events.jsonl.1 ... .N); the oldest is deleted."""
     file_mode: int = 0o640
     """Mode of the event log file (octal string such as "0640" or an int)."""
+    format: Literal["native", "ocsf"] = "native"
+    """Line format: `native` (agentsh's event schema) or `ocsf` (each event as its OCSF 1.5.0 class, the native event under `unmapped`; docs/events.md, "OCSF"). A change applies to the events written after the reload."""
 
     @field_validator("file_mode", mode="before")
     @classmethod
@@ -245,6 +251,15 @@ DEFAULT_SERVER_PATTERNS = [
 ]
 
 
+class ResultsInspectionConfig(_Model):
+    enabled: bool = True
+    """Scan tool results (tools/call results in the shim, tool_result blocks in the proxy) for instructions addressed to the model (indirect prompt injection)."""
+    action: Literal["alert", "block"] = "alert"
+    """`alert`: emit `mcp_result_injection` and pass the result on. `block`: also withhold the result from the model (the caller replaces it with an error)."""
+    max_bytes: int = Field(65536, ge=1024, le=16 * 1024 * 1024)
+    """Only the first this many characters of a result are scanned (bytes, for ASCII text): the cost per result is bounded."""
+
+
 class InspectionConfig(_Model):
     enabled: bool = True
     """Inspect tool definitions (detector, pins) at all."""
@@ -258,6 +273,8 @@ class InspectionConfig(_Model):
     """Detector settings."""
     on_detection: OnDetection = Field(default_factory=OnDetection)
     """What a detection at or above the threshold does."""
+    results: ResultsInspectionConfig = Field(default_factory=ResultsInspectionConfig)
+    """Indirect prompt injection in tool results (severity threshold: `detection.alert_threshold`)."""
 
     _vp = field_validator("server_patterns", "custom_servers")(
         lambda v: [_check_glob(x) for x in v]
@@ -362,7 +379,7 @@ class BodyStorageConfig(_Model):
 class ProxyConfig(_Model):
     mode: Literal["embedded", "mcp-only", "disabled"] = "embedded"
     """`embedded`: DLP + MCP interception; `mcp-only`: no DLP, bodies stored for audit, MCP interception; `disabled`: not started."""
-    listen: str = "127.0.0.1:8765"
+    listen: str = "127.0.0.1:7390"
     """HOST:PORT the proxy listens on."""
     providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
     """Upstreams per provider."""
@@ -373,7 +390,7 @@ class ProxyConfig(_Model):
     upstream_timeout_seconds: float = Field(600.0, gt=0)
     """Total timeout of one upstream request."""
     max_sse_line_bytes: int = Field(1024 * 1024, ge=1024)
-    """Longer SSE lines are copied through without inspection (counted)."""
+    """Longest SSE event (and JSON-start sniff) the proxy buffers to inspect; an inspected stream with a longer one is refused (error event), held tool calls may take 16 times this."""
 
     @field_validator("listen")
     @classmethod
