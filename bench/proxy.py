@@ -8,7 +8,9 @@ plus this client, all on loopback:
   not skew, unlike requests/s on a shared box);
 * SSE time to first byte and total time for a 2,000-event stream, direct,
   through the proxy with no policy (empty registry: plain copy) and with a
-  policy (registry has tools, the stream carries a tool call that is decided).
+  policy (registry has tools, the stream carries a tool call that is held
+  until complete and decided; its text events pass unparsed), and the
+  proxy's CPU time per stream for both.
 
 Prints the figures and the ratios against the targets (added p50 <= 1 ms and
 p99 <= 3 ms at c=1; SSE TTFB within 1 ms of direct; proxy throughput >= 50% of
@@ -230,11 +232,16 @@ async def run(quick: bool) -> None:
             tp_d /= 4
             tp_p /= 4
             sse: dict[str, list[tuple[float, float, int]]] = {"direct": [], "proxy": [], "direct+tool": [], "proxy+policy": []}
+            sse_cpu = {"proxy": 0.0, "proxy+policy": 0.0}
             for _ in range(nsse):
                 sse["direct"].append(await sse_once(s, direct, SSE_BODY))
+                c0 = _cpu_seconds(px.pid)
                 sse["proxy"].append(await sse_once(s, proxied, SSE_BODY))
+                sse_cpu["proxy"] += _cpu_seconds(px.pid) - c0
                 sse["direct+tool"].append(await sse_once(s, direct, SSE_TOOL_BODY))
+                c0 = _cpu_seconds(pxp.pid)
                 sse["proxy+policy"].append(await sse_once(s, policied, SSE_TOOL_BODY))
+                sse_cpu["proxy+policy"] += _cpu_seconds(pxp.pid) - c0
     finally:
         for p in (up, px, pxp):
             p.terminate()
@@ -274,6 +281,10 @@ async def run(quick: bool) -> None:
         tot = pct([x[1] for x in sse[k]], 0.5)
         print(f"  {k:<14} TTFB +{tt - b_tt:.3f} ms vs {base} (target <= 1)  total ratio {tot / b_tot:.2f}")
     del d_tt
+    print(
+        f"  proxy CPU per stream (load-independent): plain copy {sse_cpu['proxy'] * 1000 / nsse:.2f} ms,"
+        f" inspected (1,990 text events + a decided tool call) {sse_cpu['proxy+policy'] * 1000 / nsse:.2f} ms"
+    )
 
 
 def main() -> None:

@@ -53,7 +53,7 @@ def arm_parent_death(parent_pid: int | None) -> None:
     except (OSError, AttributeError):  # pragma: no cover - not Linux/glibc
         return
     if parent_pid is not None and os.getppid() != parent_pid:
-        print("agentsh-proxy: agentshd is gone; exiting", file=sys.stderr, flush=True)
+        log.info("agentshd is gone; exiting")
         os._exit(0)
 
 
@@ -119,7 +119,7 @@ async def run(
         sock = bind(listen)
     except OSError as e:
         msg = f"cannot listen on {listen}: {e.strerror or e}"
-        print(f"agentsh-proxy: {msg}", file=sys.stderr, flush=True)
+        log.error("%s", msg)
         if chan is not None:
             try:
                 await asyncio.wait_for(chan.report({"ready": False, "error": msg}), 2.0)
@@ -156,7 +156,7 @@ async def run(
     reporter.start()
     port = await server.start(sock=sock)
     host = listen.rpartition(":")[0]
-    print(f"agentsh-proxy: listening on {host}:{port} mode={policy.proxy.mode}", file=sys.stderr, flush=True)
+    log.info("listening on %s:%s mode=%s", host, port, policy.proxy.mode)
 
     def state() -> dict[str, Any]:
         return {
@@ -246,5 +246,18 @@ def main(
     log_level: str,
 ) -> None:
     """The agentsh LLM proxy."""
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    sys.exit(asyncio.run(run(channel_fd, socket_path, user, listen, policy_dir, state_dir, parent_pid)))
+    from agentsh.agent.logfmt import setup as setup_logging
+    from agentsh.agent.policy.loader import PolicyError
+
+    setup_logging("agentsh-proxy", log_level)
+    try:
+        sys.exit(asyncio.run(run(channel_fd, socket_path, user, listen, policy_dir, state_dir, parent_pid)))
+    except PolicyError as e:  # --policy-dir with a bad policy: its errors, one line each
+        for line in e.errors:
+            log.error("policy error: %s", line)
+        sys.exit(EX_CONFIG)
+    except SystemExit as e:
+        if isinstance(e.code, str):  # a reason to stop, in the log format
+            log.error("%s", e.code.removeprefix("agentsh-proxy: "))
+            sys.exit(1)
+        raise

@@ -3,21 +3,33 @@
 Rewrites follow seed 000: a blocked call becomes a text item saying so, and the
 stop/finish reason changes only when every tool call in the turn was blocked.
 When nothing is blocked the caller forwards the upstream bytes unchanged.
+
+The body is read the way the SDKs read it (``json.loads`` on bytes: UTF-8,
+-16 or -32 by its first bytes, a BOM, NaN, lone surrogates, any depth), via
+the lenient parser; a body that may carry a tool call but cannot be read, or
+whose tool call cannot be placed, raises ``Refused`` (docs/proxy.md
+"Non-streaming").
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from agentsh.agent.lenient_json import Unparseable, loads_ex
 from agentsh.agent.mcp.types import Decision
 from agentsh.proxy.decider import blocked_text
 
 # judge(name, call_id, arguments) -> Decision | None (None: not an MCP tool)
 Judge = Callable[[str, str, Any], Awaitable[Decision | None]]
+
+
+class Refused(Exception):
+    """A response (or stream) that may carry a tool call cannot be parsed and decided."""
 
 
 @dataclass
@@ -27,46 +39,72 @@ class RewriteResult:
     tool_calls: int = 0
     blocked: int = 0
     blocked_names: list[str] = field(default_factory=list)
+    strict: bool = True
+    """False when only the lenient parser could read the body."""
 
 
-def _args(raw: Any) -> Any:
+def parse_args(raw: Any) -> Any:
+    """Tool arguments as the agent will read them: JSON text decoded, else the text itself."""
     if isinstance(raw, str):
         try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            return loads_ex(raw)[0]
+        except Unparseable:
             return raw
     return raw
 
 
-async def rewrite(dialect: str, body: bytes, judge: Judge) -> RewriteResult:
-    """Parse ``body`` (already decompressed) and rewrite it; unparseable bodies stand."""
+def parse_body(body: bytes) -> tuple[Any, bool]:
+    """(value, strict) of a JSON body as ``json.loads(bytes)`` reads it; Refused if it cannot be read."""
+    data: bytes | str = body
+    if body[:3] != b"\xef\xbb\xbf" and (body[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in body[:4]):
+        try:
+            data = body.decode(json.detect_encoding(body), "surrogatepass")
+        except (UnicodeDecodeError, LookupError):
+            raise Refused("response body is neither UTF-8 nor readable UTF-16/32 JSON") from None
     try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return RewriteResult(None)
+        return loads_ex(data)
+    except Unparseable as e:
+        raise Refused(f"unparseable JSON response ({e})") from None
+
+
+async def rewrite(dialect: str, body: bytes, judge: Judge) -> RewriteResult:
+    """Parse ``body`` (already decompressed) and rewrite it; Refused when it cannot be read."""
+    doc, strict = parse_body(body)
     if not isinstance(doc, dict):
-        return RewriteResult(None)
+        return RewriteResult(None, strict=strict)  # no SDK builds a message from it
     if dialect == "anthropic":
-        return await _anthropic(doc, judge)
-    if dialect == "openai":
-        return await _openai_chat(doc, judge)
-    if dialect == "openai-responses":
-        return await _openai_responses(doc, judge)
-    return RewriteResult(None)
+        res = await _anthropic(doc, judge)
+    elif dialect == "openai":
+        res = await _openai_chat(doc, judge)
+    elif dialect == "openai-responses":
+        res = await _openai_responses(doc, judge)
+    else:
+        res = RewriteResult(None)
+    res.strict = strict
+    return res
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str):
+        raise Refused("tool call without a string name")
+    return v
 
 
 async def _anthropic(doc: dict[str, Any], judge: Judge) -> RewriteResult:
     content = doc.get("content")
     res = RewriteResult(None)
-    if not isinstance(content, list):
+    if content is None:
         return res
+    if not isinstance(content, list):
+        raise Refused("message content is not a list")
     new: list[Any] = []
     changed = False
     for block in content:
         if isinstance(block, dict) and block.get("type") == "tool_use":
             res.tool_calls += 1
-            name = str(block.get("name", ""))
-            d = await judge(name, str(block.get("id", "")), block.get("input"))
+            name = _name(block.get("name"))
+            cid = block.get("id")
+            d = await judge(name, cid if isinstance(cid, str) else "", block.get("input"))
             if d is not None and d.blocked:
                 res.blocked += 1
                 res.blocked_names.append(name)
@@ -83,11 +121,29 @@ async def _anthropic(doc: dict[str, Any], judge: Judge) -> RewriteResult:
     return res
 
 
+def _chat_call(tc: Any) -> tuple[str, Any] | None:
+    """(name, arguments) of a chat ``tool_calls`` entry, or None when it is not a call."""
+    if not isinstance(tc, dict):
+        return None
+    fn, cu = tc.get("function"), tc.get("custom")
+    if fn is not None and cu is not None:
+        raise Refused("tool call is both a function and a custom tool")
+    if isinstance(fn, dict):
+        return _name(fn.get("name")), parse_args(fn.get("arguments"))
+    if isinstance(cu, dict):
+        return _name(cu.get("name")), cu.get("input")
+    if fn is not None or cu is not None:
+        raise Refused("tool call function is not an object")
+    return None
+
+
 async def _openai_chat(doc: dict[str, Any], judge: Judge) -> RewriteResult:
     res = RewriteResult(None)
     choices = doc.get("choices")
-    if not isinstance(choices, list):
+    if choices is None:
         return res
+    if not isinstance(choices, list):
+        raise Refused("choices is not a list")
     changed = False
     for choice in choices:
         if not isinstance(choice, dict):
@@ -98,16 +154,19 @@ async def _openai_chat(doc: dict[str, Any], judge: Judge) -> RewriteResult:
         texts: list[str] = []
         total = blocked = 0
         calls = msg.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise Refused("tool_calls is not a list")
         if isinstance(calls, list):
             kept: list[Any] = []
             for tc in calls:
-                fn = tc.get("function") if isinstance(tc, dict) else None
-                if not isinstance(fn, dict):
+                nc = _chat_call(tc)
+                if nc is None:
                     kept.append(tc)
                     continue
                 total += 1
-                name = str(fn.get("name", ""))
-                d = await judge(name, str(tc.get("id", "")), _args(fn.get("arguments")))
+                name, args = nc
+                cid = tc.get("id")
+                d = await judge(name, cid if isinstance(cid, str) else "", args)
                 if d is not None and d.blocked:
                     blocked += 1
                     res.blocked_names.append(name)
@@ -120,10 +179,12 @@ async def _openai_chat(doc: dict[str, Any], judge: Judge) -> RewriteResult:
                 else:
                     msg.pop("tool_calls", None)
         fc = msg.get("function_call")  # the legacy functions API
-        if isinstance(fc, dict) and fc.get("name"):
+        if fc is not None and not isinstance(fc, dict):
+            raise Refused("function_call is not an object")
+        if isinstance(fc, dict) and fc.get("name") is not None:
             total += 1
-            name = str(fc.get("name", ""))
-            d = await judge(name, "", _args(fc.get("arguments")))
+            name = _name(fc.get("name"))
+            d = await judge(name, "", parse_args(fc.get("arguments")))
             if d is not None and d.blocked:
                 blocked += 1
                 res.blocked_names.append(name)
@@ -162,18 +223,27 @@ def responses_item_id(call_id: str, output_index: int) -> str:
     return f"msg_agentsh_{tail}"
 
 
+RESPONSES_TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
+
+
 async def _openai_responses(doc: dict[str, Any], judge: Judge) -> RewriteResult:
     res = RewriteResult(None)
     output = doc.get("output")
-    if not isinstance(output, list):
+    if output is None:
         return res
+    if not isinstance(output, list):
+        raise Refused("response output is not a list")
     new: list[Any] = []
     for i, item in enumerate(output):
-        if isinstance(item, dict) and item.get("type") == "function_call":
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind in RESPONSES_TOOL_ITEMS:
+            assert isinstance(item, dict)
             res.tool_calls += 1
-            name = str(item.get("name", ""))
-            call_id = str(item.get("call_id", ""))
-            d = await judge(name, call_id, _args(item.get("arguments")))
+            name = _name(item.get("name"))
+            cid = item.get("call_id")
+            call_id = cid if isinstance(cid, str) else ""
+            raw = item.get(RESPONSES_TOOL_ITEMS[kind])
+            d = await judge(name, call_id, parse_args(raw) if kind == "function_call" else raw)
             if d is not None and d.blocked:
                 res.blocked += 1
                 res.blocked_names.append(name)

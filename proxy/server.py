@@ -1,10 +1,15 @@
 """The LLM proxy's HTTP server: one handler for every path.
 
-Per request: read the body, redact it (embedded mode, dialect paths), send it
+Per request: route it (``dialects.route``: the path in any spelling), decode
+and redact the body (embedded mode: dialect paths and JSON bodies), send it
 upstream over a pooled keep-alive connection (``upstream.UpstreamPool``), then
-either relay the SSE stream through the interceptor or rewrite the buffered
-JSON, and finally emit one ``llm_request`` summary. Unknown paths are relayed
-unchanged (streaming-safe, compressed bytes untouched).
+inspect a 2xx dialect response: decode every content-coding (capped), and
+either relay the SSE stream through the interceptor or decide the buffered
+body, reading it the way the SDKs would (JSON or event stream, whatever the
+Content-Type says); what cannot be read and decided is refused, never passed
+on (docs/proxy.md "Parse the way the receivers do, or refuse"). Finally one
+``llm_request`` summary. Other paths and statuses are relayed unchanged
+(compressed bytes untouched).
 
 The server is aiohttp's low-level ``web.Server`` (one handler for every path:
 no router, no middleware chain), and the per-request path does no work it can
@@ -16,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
+import dataclasses
 import logging
+import re
 import secrets
 import socket
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -31,47 +36,50 @@ from agentsh.agent.mcp.types import Decision
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.bodystore import BodyStore, bodies_path
 from agentsh.proxy.decider import Decider, NameGate, ToolJudge
-from agentsh.proxy.dialects import NEEDLES, Route, UsageScan, error_body, route
+from agentsh.proxy.dialects import (
+    Route,
+    UsageScan,
+    error_body,
+    may_carry_tool_call,
+    media_type,
+    route,
+)
 from agentsh.proxy.dlp import BodyRedactor
+from agentsh.proxy.encoding import DecodeError, Decoder, codings, decode_all
 from agentsh.proxy.headers import (
     SERVER_DECODED_ENCODINGS,
     client_response_headers,
     upstream_header_block,
 )
-from agentsh.proxy.rewrite import rewrite
+from agentsh.proxy.rewrite import Refused, rewrite
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
-from agentsh.proxy.upstream import UpstreamError, UpstreamPool, UpstreamResponse
+from agentsh.proxy.upstream import BodyTooLarge, UpstreamError, UpstreamPool, UpstreamResponse
 
 log = logging.getLogger("agentsh.proxy")
 
 MAX_REQUEST_BYTES = 256 * 1024 * 1024
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""Cap on an inspected non-streaming response body, as received and as decoded."""
+MAX_STREAM_DECODED_BYTES = 512 * 1024 * 1024
+"""Cap on the decoded bytes of one compressed stream (memory is bounded by the decoder's pieces)."""
 MAX_STORED_STREAM_BYTES = 16 * 1024 * 1024
 HEALTH_PATH = "/_agentsh/health"
+_SSE_FIELD = re.compile(rb"(?:\A|[\r\n])(?:data|event)(?::|\r|\n|\Z)")
 
 
 class _ClientGone(Exception):
     pass
 
 
-def _decode(raw: bytes, enc: str) -> bytes | None:
-    """Decompressed body, or None when the encoding is unsupported/corrupt."""
-    try:
-        if enc in ("", "identity"):
-            return raw
-        if enc in ("gzip", "x-gzip"):
-            return gzip.decompress(raw)
-        if enc == "deflate":
-            try:
-                return zlib.decompress(raw)
-            except zlib.error:
-                return zlib.decompress(raw, -zlib.MAX_WBITS)
-        if enc == "br":
-            import brotli  # type: ignore[import-not-found]
+class _StreamResponse(web.StreamResponse):
+    """Its head goes out with the first body bytes, in one packet (as ``web.Response`` does).
 
-            return bytes(brotli.decompress(raw))
-    except (OSError, zlib.error, EOFError, ImportError, Exception):
-        return None
-    return None
+    The proxy prepares a stream once it has the first upstream bytes, so a head
+    sent on its own would cost the client one more wake-up right before the
+    first event (about a millisecond of time to first byte on a busy host).
+    """
+
+    _send_headers_immediately = False
 
 
 async def _expect(request: web.BaseRequest, expect: str) -> None:
@@ -86,13 +94,20 @@ async def _expect(request: web.BaseRequest, expect: str) -> None:
 
 def _decoded_by_server(headers: Any) -> bool:
     enc = headers.get("Content-Encoding")
-    return enc is not None and enc.lower() in SERVER_DECODED_ENCODINGS
+    return enc is not None and enc.isascii() and enc.lower() in SERVER_DECODED_ENCODINGS
 
 
-def _stream_decoder(enc: str) -> Any:
-    if enc in ("gzip", "x-gzip", "deflate"):
-        return zlib.decompressobj(zlib.MAX_WBITS | 32)  # auto-detect gzip/zlib header
-    return None
+def _json_start(head: bytes) -> bool:
+    """Could a JSON reader (``json.loads`` on bytes) take this body for a document?"""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head[:4]:
+        return True  # UTF-16/32
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    return head[:1] in (b"{", b"[")
+
+
+def _is_json(content_type: str | None) -> bool:
+    mt = media_type(content_type or "")
+    return mt == "application/json" or mt.endswith("+json")
 
 
 class ProxyServer:
@@ -108,6 +123,8 @@ class ProxyServer:
         self.gate = gate if gate is not None else NameGate(None, policy.mcp.fail_closed)
         self.sink = sink
         self.judge = ToolJudge(decider, self.gate, sink.emit)
+        self.selftests: dict[str, str] = {}
+        """agentshctl selftest: request token → its loopback upstream (from the daemon's snapshot)."""
         self.state_dir = Path(state_dir) if state_dir is not None else Path(policy.daemon.state_dir)
         self.pool: UpstreamPool | None = None
         self._runner: web.ServerRunner | None = None
@@ -116,6 +133,8 @@ class ProxyServer:
         self._rid_prefix = secrets.token_hex(8)  # unique per process; a counter within it
         self._seq = 0
         self.counts = {"requests": 0, "streams": 0, "tool_calls": 0, "blocked": 0, "errors": 0, "malformed": 0}
+        self.max_response_bytes = MAX_RESPONSE_BYTES
+        self.max_stream_decoded = MAX_STREAM_DECODED_BYTES
         self.update_policy(policy)
 
     # ------------------------------------------------------------------ policy
@@ -200,15 +219,19 @@ class ProxyServer:
             status=status, body=error_body(rt.provider, status, message), content_type="application/json"
         )
 
+    def _refuse(self, rt: Route, st: _ReqState, reason: str) -> web.Response:
+        """A response the proxy could not read and decide: never passed on (docs/proxy.md)."""
+        st.status, st.error = 502, f"refused: {reason}"
+        return self._error(rt, 502, f"agentsh proxy refused the upstream response: {reason}")
+
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        path = request.path
         method = request.method
-        if path == HEALTH_PATH and method == "GET":
-            return web.json_response({"ok": True, **self.stats()})
+        if request.path == HEALTH_PATH and method == "GET":
+            h = self.judge.health()  # ok only while it decides with the daemon
+            return web.json_response({"ok": not h["offline"], **self.stats(), **h})
         t0 = time.perf_counter()
         self._seq += 1
         rid = f"req_{self._rid_prefix}{self._seq:08x}"
-        cfg = self.cfg
         self.counts["requests"] += 1
         headers = request.headers
         if "Expect" in headers:  # the low-level server has no router to answer it (curl sends it for big bodies)
@@ -217,19 +240,39 @@ class ProxyServer:
         target = request.raw_path
         if not target.startswith("/"):  # absolute-form request target
             target = request.rel_url.raw_path_qs
-        rt = route(method, path, target, headers, cfg)
+        rt = route(method, target, headers, self.cfg)
+        if self.selftests and rt.dialect is not None:  # agentshctl selftest: its loopback upstream
+            up = self.selftests.get(headers.get("x-agentsh-selftest", ""))
+            if up is not None:
+                rt = dataclasses.replace(rt, base_url=up)
+        path = request.path
         send_body, redactions = body, {}
-        if rt.dialect is not None and self.redactor is not None and body:
-            send_body, redactions = self.redactor.redact_body(body)
         st = _ReqState()
         try:
+            # Request body: DLP reads what the upstream will read, so every
+            # content-coding the server did not undo is undone here and the
+            # body goes upstream decoded (docs/proxy.md "DLP").
+            body_decoded = _decoded_by_server(headers)
+            dlp = self.redactor is not None and bool(body) and (rt.dialect is not None or _is_json(headers.get("Content-Type")))
+            if body and (dlp or rt.dialect is not None):
+                left = codings(*headers.getall("Content-Encoding", ()))
+                if body_decoded:
+                    left = left[:-1]
+                if left:
+                    try:
+                        send_body = body = decode_all(body, left, MAX_REQUEST_BYTES)
+                    except DecodeError as e:
+                        st.status, st.error = 415, f"request body: {e}"
+                        return self._error(rt, 415, f"agentsh proxy: cannot decode the request body ({e})")
+                    body_decoded = True
+            if dlp:
+                assert self.redactor is not None
+                send_body, redactions = self.redactor.redact_body(body)
             pool = self.pool
             assert pool is not None
             try:
                 header_block = upstream_header_block(
-                    request.raw_headers,
-                    identity=rt.dialect is not None,
-                    body_decoded=_decoded_by_server(headers),
+                    request.raw_headers, identity=rt.dialect is not None, body_decoded=body_decoded
                 )
                 up = await pool.request(pool.origin(rt.base_url), method, rt.target, header_block, send_body)
             except TimeoutError:
@@ -243,11 +286,21 @@ class ProxyServer:
                 raise
             st.status = up.status
             try:
-                if "text/event-stream" in up.get("content-type"):
+                streaming = media_type(up.get("content-type")) == "text/event-stream"
+                inspect = rt.dialect is not None and not self.gate.plain_copy
+                if inspect and 300 <= up.status < 400:
+                    up.close()  # a redirect would send the client past the proxy
+                    return self._refuse(rt, st, f"upstream redirect ({up.status}) on an inspected path")
+                if inspect and 200 <= up.status < 300:
+                    if streaming:
+                        st.streaming = True
+                        self.counts["streams"] += 1
+                    return await self._relay_inspected(request, rt, up, rid, st, streaming)
+                if streaming:
                     st.streaming = True
                     self.counts["streams"] += 1
-                    return await self._relay_stream(request, rt, up, rid, st)
-                return await self._relay_buffered(rt, up, rid, st)
+                    return await self._relay_stream(request, up, st, None, None)
+                return await self._relay_buffered(up, st)
             except asyncio.CancelledError:  # the client went away (handler cancellation)
                 st.error = st.error or "client disconnected"
                 up.close()
@@ -266,30 +319,109 @@ class ProxyServer:
 
         return judge
 
-    async def _relay_buffered(self, rt: Route, up: UpstreamResponse, rid: str, st: _ReqState) -> web.Response:
+    # ------------------------------------------------------------------ pass-through
+
+    async def _relay_buffered(self, up: UpstreamResponse, st: _ReqState) -> web.Response:
+        """Not inspected (pass-through path, error status, nothing blockable): bytes as received."""
         try:
             raw = await up.read()
         except (TimeoutError, UpstreamError) as e:
             st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
-            return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
+            return web.Response(status=502, text=f"agentsh proxy: upstream failed mid-response ({e.__class__.__name__})")
         enc = up.get("content-encoding").strip().lower()
-        out, drop_enc = raw, False
-        if rt.dialect is not None and up.status == 200 and raw:
-            plain = _decode(raw, enc)
-            if plain is None:
-                st.error = f"cannot decode content-encoding {enc!r}; passed through uninspected"
-            else:
-                out, drop_enc = plain, enc not in ("", "identity")
-                st.usage.scan(plain)
-                # a body without the dialect's marker cannot hold a tool call: never parsed
-                if not self.gate.plain_copy and any(n in plain for n in NEEDLES[rt.dialect]):
-                    res = await rewrite(rt.dialect, plain, self._judge(rid, rt.dialect))
-                    st.c.tool_calls += res.tool_calls
-                    st.c.blocked += res.blocked
-                    if res.body is not None:
-                        out, st.rewritten = res.body, True
-        elif not enc or enc == "identity":
+        if not enc or enc == "identity":
             st.usage.scan(raw)
+        st.response_bytes = len(raw)
+        if self.bodystore is not None:
+            st.stored = [raw]
+        return web.Response(
+            status=up.status,
+            reason=up.reason or None,
+            body=raw,
+            headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=False),
+        )
+
+    # ------------------------------------------------------------------ inspected (dialect path, 2xx)
+
+    async def _relay_inspected(
+        self, request: web.BaseRequest, rt: Route, up: UpstreamResponse, rid: str, st: _ReqState, streaming: bool
+    ) -> web.StreamResponse:
+        """A response that may carry a tool call: decoded, parsed the way the SDKs parse it, decided.
+
+        The SDKs read a body as JSON or as SSE by what they asked for, not by
+        Content-Type, so both readings are covered: an event stream whose
+        first bytes could start a JSON document is read as JSON, a buffered
+        body that is an event stream is intercepted as one.
+        """
+        assert rt.dialect is not None
+        applied = codings(up.get("content-encoding"))
+        try:
+            decoder = Decoder(applied, self.max_stream_decoded if streaming else self.max_response_bytes)
+        except DecodeError as e:
+            up.close()
+            return self._refuse(rt, st, str(e))
+        if not streaming:
+            try:
+                raw = await up.read(self.max_response_bytes)
+                body = b"".join(decoder.feed(raw))
+                with contextlib.suppress(DecodeError):
+                    decoder.finish()  # truncated: what was decoded is all any reader gets, and is parsed
+            except (TimeoutError, UpstreamError, DecodeError) as e:
+                up.close()
+                if isinstance(e, (DecodeError, BodyTooLarge)):
+                    return self._refuse(rt, st, str(e))
+                st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
+                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
+            return await self._inspected_body(rt, up, rid, st, body, bool(applied))
+        # SSE: look at the first bytes before deciding how the body reads
+        chunks = up.iter_chunks()
+        head = bytearray()
+        try:
+            async for chunk in chunks:
+                for piece in decoder.feed(chunk):
+                    head += piece
+                if head.lstrip(b" \t\r\n"):
+                    break
+                if len(head) > self.cfg.max_sse_line_bytes:
+                    up.close()
+                    return self._refuse(rt, st, "event stream starts with over max_sse_line_bytes of whitespace")
+            if _json_start(bytes(head)):
+                st.streaming = False
+                async for chunk in chunks:
+                    for piece in decoder.feed(chunk):
+                        head += piece
+                    if len(head) > self.max_response_bytes:
+                        raise DecodeError(f"decoded body larger than {self.max_response_bytes} bytes")
+                with contextlib.suppress(DecodeError):
+                    decoder.finish()
+                return await self._inspected_body(rt, up, rid, st, bytes(head), bool(applied))
+        except (TimeoutError, UpstreamError, DecodeError) as e:
+            up.close()
+            if isinstance(e, DecodeError):
+                return self._refuse(rt, st, str(e))
+            if not head:
+                st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
+                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
+            chunks = _empty()
+        interceptor = INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect), st.c)
+        return await self._relay_stream(
+            request, up, st, interceptor, decoder if decoder.stages else None, bytes(head), chunks
+        )
+
+    async def _inspected_body(
+        self, rt: Route, up: UpstreamResponse, rid: str, st: _ReqState, body: bytes, decoded: bool
+    ) -> web.StreamResponse:
+        assert rt.dialect is not None
+        st.usage.scan(body)
+        out = body
+        if may_carry_tool_call(rt.dialect, body):
+            try:
+                out = await self._decide_body(rt, rid, st, body)
+            except Refused as e:
+                return self._refuse(rt, st, str(e))
+            except Exception as e:  # a bug must not pass an undecided call
+                log.exception("deciding a response failed; refusing it")
+                return self._refuse(rt, st, f"internal error ({e.__class__.__name__})")
         st.response_bytes = len(out)
         if self.bodystore is not None:
             st.stored = [out]
@@ -297,15 +429,54 @@ class ProxyServer:
             status=up.status,
             reason=up.reason or None,
             body=out,
-            headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=drop_enc),
+            headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=decoded),
         )
 
+    async def _decide_body(self, rt: Route, rid: str, st: _ReqState, body: bytes) -> bytes:
+        """The body to send (rewritten or as is); Refused when it cannot be read unambiguously."""
+        assert rt.dialect is not None
+        sse = _SSE_FIELD.search(body) is not None
+        try:
+            res = await rewrite(rt.dialect, body, self._judge(rid, rt.dialect))
+        except Refused:
+            if not sse:
+                raise
+            # an event stream sent as a plain body: intercept it whole
+            out: list[bytes] = []
+
+            async def collect(b: bytes) -> None:
+                out.append(b)
+
+            relay = SSERelay(INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect), st.c), collect, self.cfg.max_sse_line_bytes)
+            await relay.feed(body)
+            await relay.finish()
+            if relay.refused is not None:
+                raise Refused(relay.refused) from None
+            st.rewritten = st.c.blocked > 0
+            return b"".join(out)
+        if not res.strict and sse:
+            raise Refused("body reads both as (lenient) JSON and as an event stream")
+        st.c.tool_calls += res.tool_calls
+        st.c.blocked += res.blocked
+        if res.body is not None:
+            st.rewritten = True
+            return res.body
+        return body
+
+    # ------------------------------------------------------------------ streams
+
     async def _relay_stream(
-        self, request: web.BaseRequest, rt: Route, up: UpstreamResponse, rid: str, st: _ReqState
+        self,
+        request: web.BaseRequest,
+        up: UpstreamResponse,
+        st: _ReqState,
+        interceptor: Any,
+        decoder: Decoder | None,
+        head: bytes = b"",
+        chunks: Any = None,
     ) -> web.StreamResponse:
-        enc = up.get("content-encoding").strip().lower()
-        decoder = _stream_decoder(enc) if rt.dialect is not None else None
-        resp = web.StreamResponse(
+        """Relay an event stream: intercepted (``interceptor``) or a plain copy."""
+        resp = _StreamResponse(
             status=up.status,
             reason=up.reason or None,
             headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=decoder is not None),
@@ -323,34 +494,41 @@ class ProxyServer:
             if stored is not None and st.response_bytes <= MAX_STORED_STREAM_BYTES:
                 stored.append(b)
 
-        inspect = (
-            rt.dialect is not None
-            and up.status == 200
-            and not self.gate.plain_copy
-            and (enc in ("", "identity") or decoder is not None)
-        )
-        interceptor = INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect), st.c) if inspect and rt.dialect else None
-        relay = SSERelay(interceptor, write, self.cfg.max_sse_line_bytes, st.usage if rt.dialect else None)
+        relay = SSERelay(interceptor, write, self.cfg.max_sse_line_bytes, st.usage)
+        if chunks is None:
+            chunks = up.iter_chunks()
         try:
             try:
-                async for chunk in up.iter_chunks():
-                    if decoder is not None:
-                        chunk = decoder.decompress(chunk)
-                        if not chunk:
-                            continue
-                    await relay.feed(chunk)
+                if head:
+                    await relay.feed(head)
+                async for chunk in chunks:
+                    if relay.refused is not None:
+                        break
+                    if decoder is None:
+                        await relay.feed(chunk)
+                        continue
+                    for piece in decoder.feed(chunk):
+                        await relay.feed(piece)
+                if decoder is not None and relay.refused is None:
+                    try:
+                        decoder.finish()
+                    except DecodeError as e:  # what arrived was decoded and is decided like any early end
+                        st.error = f"upstream stream ended early: {e}"
                 await relay.finish()
-            except (TimeoutError, UpstreamError, zlib.error) as e:
-                # upstream dropped mid-stream: pass what we have, end the client stream cleanly
+            except DecodeError as e:
+                await relay.refuse(str(e))
+            except (TimeoutError, UpstreamError) as e:
+                # upstream dropped mid-stream: pass what can be decided, end the client stream cleanly
                 st.error = f"upstream stream ended early: {e.__class__.__name__}"
                 await relay.finish()
+            if relay.refused is not None:
+                st.error = f"refused: {relay.refused}"
+                up.close()
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await resp.write_eof()
         except _ClientGone:
             st.error = "client disconnected"
             up.close()  # stop generating (and paying for) tokens nobody reads
-        if relay.overflowed:
-            st.error = (st.error + "; " if st.error else "") + "SSE event over max_sse_line_bytes: copied uninspected"
         return resp
 
     def _finish(
@@ -402,6 +580,11 @@ class ProxyServer:
                 response=b"".join(st.stored),
                 rewritten=st.rewritten or c.blocked > 0,
             )
+
+
+async def _empty() -> Any:
+    return
+    yield
 
 
 class _ReqState:

@@ -1,48 +1,72 @@
-"""Real-time SSE relay with inline blocking of tool calls (seed 004).
+"""Real-time SSE relay that holds each tool call until it is complete (docs/proxy.md "Streaming").
 
-``SSERelay`` splits the upstream bytes into SSE events and writes each one to
-the client as soon as it is complete. An event is only looked at when a cheap
-substring test says it could matter (``tool_use`` / ``tool_calls`` /
-``function_call``, or state left by an earlier block); everything else is
-written as the exact bytes received. Three dialect state machines rewrite the
-candidates so that the stream stays well-formed for the SDKs' accumulators:
+Framing is the official SDKs' (their SSE decoders): lines end at CR, LF or
+CRLF, an event ends at a blank line, ``data:`` lines are joined with LF,
+comments and unknown fields are ignored, each line is strict UTF-8.
 
-* Anthropic: a blocked ``tool_use`` block becomes a text block at the same
-  index (start + delta + stop), its deltas and stop are dropped, and
-  ``stop_reason`` becomes ``end_turn`` only when every tool call was blocked.
-* OpenAI chat: blocked entries leave ``tool_calls`` (allowed ones are
-  renumbered so the SDK's index-based accumulator stays dense), the
-  replacement text goes into ``delta.content``, ``finish_reason`` becomes
-  ``stop`` only when every tool call of the choice was blocked.
-* OpenAI Responses: a blocked ``function_call`` output item becomes a
-  ``message`` item at the same ``output_index`` (added, content part, text
-  delta/done, part done, item done), its argument events are dropped, the
-  final ``response.completed`` output is rewritten, and ``sequence_number``
-  stays contiguous.
+Text never waits: an event that cannot touch a tool call goes to the client
+as the exact bytes received, unparsed. Whether it can is a substring test
+(``Interceptor.wants``): the dialect's type/key names, or a JSON escape that
+could spell one (``\\u00XX`` for an ASCII character), or dialect state. Those
+events are parsed and fed to a per-dialect model of what the SDKs'
+accumulators build (anthropic ``accumulate_event``, openai
+``ChatCompletionStreamState`` and ``ResponseStreamState``):
 
-Malformed JSON is passed through and counted; an event longer than the limit
-switches the relay to plain copying for the rest of the stream.
+* a tool call's events are **held** from its first event until the call is
+  complete (Anthropic ``content_block_stop``; OpenAI chat: the next call of
+  the choice, ``finish_reason``, ``[DONE]``; Responses ``output_item.done``;
+  end of stream), then the judge decides on the complete call (name, id,
+  parsed arguments) and the held events are released byte-identical when it
+  is allowed, or replaced by a text block when it is blocked. Events after a
+  held one queue behind it, so order never changes;
+* anything the model cannot place unambiguously (indexes out of order,
+  fragments for a finished call, a name that differs between two views of
+  one item, an event name that disagrees with its data, unparseable JSON in
+  a candidate event, an over-long event, ...) **refuses** the stream: held
+  events are dropped and the stream ends with an error event the SDK raises
+  (``Refused``). Real provider streams never look like that.
+
+The replacement keeps the stream well-formed for the SDKs: Anthropic gets a
+text block at the same index; OpenAI chat gets the text in ``delta.content``
+and the remaining tool calls renumbered densely; Responses gets a ``message``
+item at the same ``output_index`` with contiguous ``sequence_number``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 import orjson
 
+from agentsh.agent.lenient_json import Unparseable, loads_ex
 from agentsh.agent.mcp.types import Decision
 from agentsh.proxy.decider import blocked_text
 from agentsh.proxy.dialects import UsageScan
-from agentsh.proxy.rewrite import responses_item_id, responses_message_item
+from agentsh.proxy.rewrite import Refused, parse_args, responses_item_id, responses_message_item
+
+log = logging.getLogger("agentsh.proxy")
 
 Judge = Callable[[str, str, Any], Awaitable[Decision | None]]
 Write = Callable[[bytes], Awaitable[None]]
 
-_END_OF_EVENT = re.compile(rb"\n\r?\n")
+# A blank line ends an event: a line terminator (CRLF, lone CR, LF) directly
+# followed by another one.
+_END_OF_EVENT = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
 _SEQ = re.compile(rb'"sequence_number":(\s*)(\d+)')
+# A JSON escape that spells an ASCII character could hide any of the needles.
+_ASCII_ESCAPE = re.compile(rb"\\u00[0-7]")
+MAX_HELD_FACTOR = 16
+"""Held events may take this many times ``max_event_bytes`` before the stream is refused."""
+
+
+def escaped(ev: bytes) -> bool:
+    return b"\\u00" in ev and _ASCII_ESCAPE.search(ev) is not None
 
 
 @dataclass(slots=True)
@@ -51,6 +75,49 @@ class Counters:
     blocked: int = 0
     malformed: int = 0
     blocked_names: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Call:
+    """One tool call as the client will build it."""
+
+    kind: str
+    name_parts: list[str] = field(default_factory=list)
+    id_parts: list[str] = field(default_factory=list)
+    arg_parts: list[str] = field(default_factory=list)
+    initial: Any = None
+    """Arguments/input present before any fragment (Anthropic ``input``, Responses item)."""
+    name: str = ""
+    call_id: str = ""
+    args: Any = None
+    raw_args: str | None = None
+    closed: bool = False
+    decided: bool = False
+    decision: Decision | None = None
+    """Set when blocked."""
+    first: int = -1
+    """Sequence number of the event that opened it."""
+    out_index: int = 0
+    done_args: str | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return self.decision is not None
+
+
+@dataclass(slots=True, eq=False)
+class Item:
+    """One event in the hold queue."""
+
+    raw: bytes
+    deps: tuple[Call, ...] = ()
+    p: Parsed | None = None
+    kind: str | None = None
+    info: Any = None
+    seq: int = 0
+
+    def ready(self) -> bool:
+        return all(c.decided for c in self.deps)
 
 
 @dataclass(slots=True)
@@ -69,207 +136,512 @@ class Parsed:
         return head + b"data: " + orjson.dumps(obj) + eol + eol
 
 
-def parse_event(ev: bytes, counters: Counters) -> Parsed | None:
-    """The JSON data of one SSE event, or None (no data, [DONE], or malformed: counted)."""
+def fields(ev: bytes) -> tuple[str | None, str | None, bytes]:
+    """(event name, joined data or None, line ending) the way the SDKs' decoders read ``ev``."""
     event: str | None = None
-    parts: list[bytes] = []
-    for line in ev.split(b"\n"):
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if line.startswith(b"data:"):
-            v = line[5:]
-            parts.append(v[1:] if v.startswith(b" ") else v)
-        elif line.startswith(b"event:"):
-            v = line[6:]
-            event = (v[1:] if v.startswith(b" ") else v).decode("utf-8", "replace")
-    if not parts:
-        return None
-    data = parts[0] if len(parts) == 1 else b"\n".join(parts)
-    if data.startswith(b"[DONE]"):
-        return None
+    data: list[str] = []
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        for raw in ev.splitlines():
+            if not raw or raw[0] == 58:  # blank, or ':' comment
+                continue
+            name, _, value = raw.decode("utf-8").partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value or None
+    except UnicodeDecodeError:
+        raise Refused("SSE event is not valid UTF-8") from None
+    i = ev.find(b"\n")
+    j = ev.find(b"\r")
+    if j >= 0 and (i < 0 or j < i):
+        eol = b"\r\n" if ev[j + 1 : j + 2] == b"\n" else b"\r"
+    else:
+        eol = b"\n"
+    return event, ("\n".join(data) if data else None), eol
+
+
+def load(data: str, counters: Counters) -> Any:
+    """orjson, else the lenient parser (what the SDKs' ``json.loads`` accepts); Refused if neither."""
+    try:
+        return loads_ex(data)[0]
+    except Unparseable:
         counters.malformed += 1
-        return None
-    eol = b"\r\n" if b"\r\n" in ev else b"\n"
-    return Parsed(event, obj, eol)
+        raise Refused("unparseable JSON in an SSE event that may carry a tool call") from None
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _text(v: Any, what: str) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    raise Refused(f"{what} is not a string")
 
 
 class Interceptor:
-    """Base: per-stream state machine for one dialect."""
+    """Per-stream model of one dialect (see the module docstring)."""
 
     needles: tuple[bytes, ...] = ()
 
     def __init__(self, judge: Judge, counters: Counters) -> None:
         self.judge = judge
         self.c = counters
+        self._pending: list[Call] = []
+        self._seq = count(1)
+        self.total = 0
+        self.nblocked = 0
 
+    # -- classification
     def wants(self, ev: bytes) -> bool:
-        return any(n in ev for n in self.needles)
+        for n in self.needles:
+            if n in ev:
+                return True
+        return escaped(ev)
 
-    async def process(self, ev: bytes) -> list[bytes] | None:
-        """Replacement events for ``ev`` (empty list: drop it), or None to pass it unchanged."""
+    # -- model
+    def observe(self, ev: bytes) -> Item:
         raise NotImplementedError
 
-    async def _verdict(self, name: str, call_id: str, args: Any) -> Decision | None:
-        self.c.tool_calls += 1
-        d = await self.judge(name, call_id, args)
-        if d is not None and d.blocked:
-            self.c.blocked += 1
-            self.c.blocked_names.append(name)
-            return d
-        return None
+    def end(self) -> None:
+        """End of stream: close every open call."""
+
+    def render(self, item: Item) -> list[bytes]:
+        return [item.raw]
+
+    def error_event(self, message: str) -> bytes:
+        raise NotImplementedError
+
+    # -- decisions
+    def _close(self, call: Call) -> None:
+        if call.closed:
+            return
+        call.closed = True
+        call.name = call.name or "".join(call.name_parts)
+        call.call_id = call.call_id or "".join(call.id_parts)
+        joined = "".join(call.arg_parts)
+        if call.kind == "anthropic":
+            # the SDK replaces the block's input once its JSON buffer is non-empty
+            call.args = parse_args(joined) if joined else call.initial
+            call.raw_args = joined or None
+        else:
+            raw = joined if call.arg_parts else (call.initial if isinstance(call.initial, str) else "")
+            call.raw_args = raw
+            call.args = raw if call.kind in ("custom", "custom_tool_call") else parse_args(raw)
+        self._pending.append(call)
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    async def decide_pending(self) -> None:
+        while self._pending:
+            call = self._pending.pop(0)
+            self.c.tool_calls += 1
+            self.total += 1
+            d = await self.judge(call.name, call.call_id, call.args)
+            if d is not None and d.blocked:
+                call.decision = d
+                self.c.blocked += 1
+                self.nblocked += 1
+                self.c.blocked_names.append(call.name)
+            call.decided = True
+
+
+# ------------------------------------------------------------------ Anthropic
+
+_A_TYPES = frozenset(
+    {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
+)
 
 
 class AnthropicInterceptor(Interceptor):
-    needles = (b"tool_use",)
+    # Whatever can place, open, feed or close a tool_use block, or carry one, is
+    # a message_*, content_block_start/stop or input_json_delta event: its type
+    # is spelled with one of these (or an escape). Text deltas have none.
+    needles = (b"block_st", b"input_json", b"message_")
+
+    def wants(self, ev: bytes) -> bool:
+        return b"block_st" in ev or b"message_" in ev or b"input_json" in ev or escaped(ev)
 
     def __init__(self, judge: Judge, counters: Counters) -> None:
         super().__init__(judge, counters)
-        self.blocked_idx: set[Any] = set()
-        self.total = 0
-        self.blocked = 0
+        self.blocks: list[Call | None] = []  # by position, as the SDK's message.content
+        self.open: dict[int, Call] = {}
+        self.started = False
 
-    def wants(self, ev: bytes) -> bool:
-        if b"tool_use" in ev:
-            return True
-        return bool(self.blocked_idx) and (b"content_block_delta" in ev or b"content_block_stop" in ev)
+    def _tool(self, block: dict[str, Any], seq: int) -> Call:
+        name = block.get("name")
+        if not isinstance(name, str):
+            raise Refused("tool_use block without a string name")
+        cid = block.get("id")
+        call = Call("anthropic", name=name, call_id=cid if isinstance(cid, str) else "", first=seq)
+        call.initial = block.get("input")
+        return call
 
-    async def process(self, ev: bytes) -> list[bytes] | None:
-        p = parse_event(ev, self.c)
-        if p is None or not isinstance(p.data, dict):
-            return None
-        d = p.data
-        t = d.get("type")
+    def observe(self, ev: bytes) -> Item:
+        seq = next(self._seq)
+        event, data, eol = fields(ev)
+        if not data:
+            return Item(ev, seq=seq)
+        if event is None or event == "ping":
+            # the SDKs skip these events unread; one that would matter to another reader is ambiguous
+            try:
+                obj = loads_ex(data)[0]
+            except Unparseable:
+                return Item(ev, seq=seq)
+            if isinstance(obj, dict) and obj.get("type") in _A_TYPES:
+                raise Refused(f"{obj['type']} event without a matching event name")
+            return Item(ev, seq=seq)
+        if event == "error":
+            return Item(ev, seq=seq)  # the SDK raises it
+        obj = load(data, self.c)
+        t = obj.get("type") if isinstance(obj, dict) else None
+        if t != event:
+            raise Refused(f"event name {event!r} does not match its data type {t!r}")
+        assert isinstance(obj, dict)
+        p = Parsed(event, obj, eol)
+        if t == "message_start":
+            if self.started:
+                raise Refused("second message_start")
+            self.started = True
+            msg = obj.get("message")
+            content = msg.get("content") if isinstance(msg, dict) else None
+            if content is None:
+                return Item(ev, seq=seq)
+            if not isinstance(content, list):
+                raise Refused("message_start content is not a list")
+            deps: list[Call] = []
+            for blk in content:
+                if isinstance(blk, dict) and blk.get("type") == "tool_use":
+                    call = self._tool(blk, seq)
+                    self._close(call)  # complete as it stands; later input is refused
+                    self.blocks.append(call)
+                    deps.append(call)
+                else:
+                    self.blocks.append(None)
+            return Item(ev, tuple(deps), p, "message_start", seq=seq)
+        if t in ("content_block_start", "content_block_delta", "content_block_stop") and not self.started:
+            raise Refused(f"{t} before message_start")
         if t == "content_block_start":
-            cb = d.get("content_block")
-            if not isinstance(cb, dict) or cb.get("type") != "tool_use":
-                return None
-            self.total += 1
-            name = str(cb.get("name", ""))
-            dec = await self._verdict(name, str(cb.get("id", "")), None)
-            if dec is None:
-                return None
-            idx = d.get("index")
-            self.blocked_idx.add(idx)
-            self.blocked += 1
-            text = blocked_text(name, dec.reason)
-            return [
-                p.make({"type": "content_block_start", "index": idx, "content_block": {"type": "text", "text": ""}}),
-                p.make({"type": "content_block_delta", "index": idx, "delta": {"type": "text_delta", "text": text}}),
-                p.make({"type": "content_block_stop", "index": idx}),
-            ]
-        if t in ("content_block_delta", "content_block_stop"):
-            return [] if d.get("index") in self.blocked_idx else None
+            idx = obj.get("index")
+            if not _int(idx) or idx != len(self.blocks):
+                raise Refused("content_block_start index out of order")
+            cb = obj.get("content_block")
+            if not isinstance(cb, dict):
+                raise Refused("content_block_start without a content_block")
+            if cb.get("type") == "tool_use":
+                call = self._tool(cb, seq)
+                self.blocks.append(call)
+                self.open[idx] = call
+                return Item(ev, (call,), p, "start", idx, seq=seq)
+            self.blocks.append(None)
+            return Item(ev, seq=seq)
+        if t == "content_block_delta" or t == "content_block_stop":
+            idx = obj.get("index")
+            if not _int(idx) or idx >= len(self.blocks):
+                raise Refused(f"{t} for an unknown block")
+            call = self.blocks[idx]
+            if call is None:
+                return Item(ev, seq=seq)
+            if t == "content_block_stop":
+                if idx in self.open:
+                    del self.open[idx]
+                    self._close(call)
+                return Item(ev, (call,), p, "stop", seq=seq)
+            delta = obj.get("delta")
+            dtype = delta.get("type") if isinstance(delta, dict) else None
+            if dtype == "input_json_delta":
+                if idx not in self.open:
+                    raise Refused("tool input after its block was closed")
+                pj = delta.get("partial_json")  # type: ignore[union-attr]
+                if not isinstance(pj, str):
+                    raise Refused("input_json_delta without a string partial_json")
+                call.arg_parts.append(pj)
+            return Item(ev, (call,), p, "part", seq=seq)
         if t == "message_delta":
-            delta = d.get("delta")
-            if (
-                isinstance(delta, dict)
-                and delta.get("stop_reason") == "tool_use"
-                and self.total
-                and self.blocked == self.total
-            ):
+            return Item(ev, (), p, "message_delta", seq=seq)
+        return Item(ev, seq=seq)
+
+    def end(self) -> None:
+        for call in self.open.values():
+            self._close(call)
+        self.open.clear()
+
+    def render(self, item: Item) -> list[bytes]:
+        k = item.kind
+        if k is None:
+            return [item.raw]
+        p = item.p
+        assert p is not None
+        if k == "message_start":
+            if not any(c.blocked for c in item.deps):
+                return [item.raw]
+            calls = iter(item.deps)
+            content = p.data["message"]["content"]
+            for i, blk in enumerate(content):
+                if isinstance(blk, dict) and blk.get("type") == "tool_use":
+                    call = next(calls)
+                    if call.decision is not None:
+                        content[i] = {"type": "text", "text": blocked_text(call.name, call.decision.reason)}
+            return [p.make(p.data)]
+        if k == "message_delta":
+            delta = p.data.get("delta")
+            if isinstance(delta, dict) and delta.get("stop_reason") == "tool_use" and self.total and self.nblocked == self.total:
                 delta["stop_reason"] = "end_turn"
-                return [p.make(d)]
-        return None
+                return [p.make(p.data)]
+            return [item.raw]
+        call = item.deps[0]
+        if call.decision is None:
+            return [item.raw]
+        if k != "start":
+            return []  # the blocked block's deltas and stop
+        idx = item.info
+        text = blocked_text(call.name, call.decision.reason)
+        return [
+            p.make({"type": "content_block_start", "index": idx, "content_block": {"type": "text", "text": ""}}),
+            p.make({"type": "content_block_delta", "index": idx, "delta": {"type": "text_delta", "text": text}}),
+            p.make({"type": "content_block_stop", "index": idx}),
+        ]
+
+    def error_event(self, message: str) -> bytes:
+        body = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + orjson.dumps(body) + b"\n\n"
 
 
-@dataclass(slots=True)
+# ------------------------------------------------------------------ OpenAI chat
+
+
+def _openai_error(message: str, extra: dict[str, Any] | None = None) -> bytes:
+    err = {"message": message, "type": "agentsh_refused", "param": None, "code": "agentsh_refused"}
+    return b"data: " + orjson.dumps({**(extra or {}), "error": err}) + b"\n\n"
+
+
+@dataclass(slots=True, eq=False)
 class _Choice:
-    seen: set[int] = field(default_factory=set)
-    blocked: set[int] = field(default_factory=set)
-    index_map: dict[int, int] = field(default_factory=dict)
-    next_index: int = 0
-    total: int = 0
+    tools: list[Call] = field(default_factory=list)
+    fc: Call | None = None
+    finished: bool = False
     texts: int = 0
-    fc_blocked: bool = False
+
+    def calls(self) -> list[Call]:
+        return self.tools + ([self.fc] if self.fc is not None else [])
+
+
+_CHUNK_OBJECT = b'"object":"chat.completion.chunk"'
+_INDEX_ZERO = re.compile(rb'"index"\s*:\s*0(?![0-9.eE])')
 
 
 class OpenAIChatInterceptor(Interceptor):
-    needles = (b"tool_calls", b"function_call")
+    needles = (b"_call",)
 
     def __init__(self, judge: Judge, counters: Counters) -> None:
         super().__init__(judge, counters)
-        self.choices: dict[int, _Choice] = {}
+        self.choices: list[_Choice] = []  # by position == index (enforced)
+        self.open = 0
         self.saw_text = False
 
     def wants(self, ev: bytes) -> bool:
+        if self.open:
+            return True
+        if b"_call" in ev or escaped(ev):  # tool_calls, function_call
+            return True
         if not self.saw_text:
             # remember (without parsing) that text came first: the replacement then starts a new line
             i = ev.find(b'"content":"')
             if i >= 0 and ev[i + 11 : i + 12] != b'"':
                 self.saw_text = True
-        return b"tool_calls" in ev or b"function_call" in ev
+        i = ev.find(b'"index"')
+        if i < 0:
+            return False
+        # one index key, 0, in one chat.completion.chunk object: every choice of the
+        # chunk is choice 0 (a choice without an index breaks the SDK)
+        j = ev.find(_CHUNK_OBJECT)
+        if (
+            ev.find(b'"index"', i + 7) < 0
+            and _INDEX_ZERO.match(ev, i) is not None
+            and j >= 0
+            and ev.find(b'"object"') == j
+            and ev.find(b'"object"', j + 8) < 0
+        ):
+            if not self.choices:
+                self.choices.append(_Choice())  # the chunk creates choice 0 (or hits it)
+            return False
+        return True  # another choice layout: place it exactly
 
-    async def process(self, ev: bytes) -> list[bytes] | None:
-        p = parse_event(ev, self.c)
-        if p is None or not isinstance(p.data, dict):
-            return None
-        d = p.data
-        choices = d.get("choices")
+    def _close_choice(self, st: _Choice, deps: list[Call]) -> None:
+        for call in st.calls():
+            if not call.closed:
+                self._close(call)
+                self.open -= 1
+                deps.append(call)
+
+    def observe(self, ev: bytes) -> Item:
+        seq = next(self._seq)
+        event, data, eol = fields(ev)
+        if data is None:
+            return Item(ev, seq=seq)
+        if data.startswith("[DONE]"):
+            return Item(ev, tuple(self._end_calls()), seq=seq)
+        if event is not None and event.startswith("thread."):
+            raise Refused(f"unexpected event {event!r} in a chat completion stream")
+        obj = load(data, self.c)
+        if not isinstance(obj, dict):
+            raise Refused("chat completion chunk is not an object")
+        if obj.get("error"):
+            return Item(ev, seq=seq)  # the SDK raises it
+        choices = obj.get("choices")
+        if obj.get("object") != "chat.completion.chunk":
+            # the SDK's stream helper skips it; harmless only if it touches no call and no new choice
+            if isinstance(choices, list) and all(
+                isinstance(ch, dict)
+                and _int(ch.get("index"))
+                and ch["index"] < len(self.choices)
+                and not (isinstance(ch.get("delta"), dict) and ("tool_calls" in ch["delta"] or "function_call" in ch["delta"]))
+                for ch in choices
+            ):
+                return Item(ev, seq=seq)
+            if choices is None or choices == []:
+                return Item(ev, seq=seq)
+            raise Refused("chunk that is not a chat.completion.chunk carries choices")
+        if choices is None:
+            return Item(ev, seq=seq)
         if not isinstance(choices, list):
-            return None
-        modified = False
+            raise Refused("choices is not a list")
+        p = Parsed(event, obj, eol)
+        deps: list[Call] = []
         for ch in choices:
             if not isinstance(ch, dict):
+                raise Refused("choice is not an object")
+            ci = ch.get("index")
+            if not _int(ci) or ci > len(self.choices):
+                raise Refused("choice index out of order")
+            if ci == len(self.choices):
+                self.choices.append(_Choice())
+            st = self.choices[ci]
+            delta = ch.get("delta")
+            if delta is not None and not isinstance(delta, dict):
+                raise Refused("delta is not an object")
+            if delta:
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    self.saw_text = True
+                tcs = delta.get("tool_calls")
+                if tcs is not None:
+                    if not isinstance(tcs, list):
+                        raise Refused("tool_calls is not a list")
+                    if tcs and st.finished:
+                        raise Refused("tool call after finish_reason")
+                    for e in tcs:
+                        deps.append(self._fragment(st, e, seq))
+                fc = delta.get("function_call")
+                if fc is not None:
+                    if not isinstance(fc, dict) or st.finished:
+                        raise Refused("function_call delta after finish_reason or not an object")
+                    if st.fc is None:
+                        st.fc = Call("legacy", first=seq)
+                        self.open += 1
+                    elif st.fc.closed:
+                        raise Refused("function_call fragment after the call was complete")
+                    name = _text(fc.get("name"), "function_call name")
+                    args = _text(fc.get("arguments"), "function_call arguments")
+                    if name:
+                        st.fc.name_parts.append(name)
+                    if args:
+                        st.fc.arg_parts.append(args)
+                    deps.append(st.fc)
+            if ch.get("finish_reason") is not None:
+                st.finished = True
+                self._close_choice(st, deps)
+        return Item(ev, tuple(dict.fromkeys(deps)), p, "chunk", seq=seq)
+
+    def _fragment(self, st: _Choice, e: Any, seq: int) -> Call:
+        if not isinstance(e, dict):
+            raise Refused("tool_calls entry is not an object")
+        t = e.get("index")
+        if not _int(t) or t > len(st.tools):
+            raise Refused("tool_calls index out of order")
+        if t == len(st.tools):
+            for prior in st.tools:  # calls stream one after another: an earlier one is complete
+                if not prior.closed:
+                    self._close(prior)
+                    self.open -= 1
+            st.tools.append(Call("function", first=seq))
+            self.open += 1
+        call = st.tools[t]
+        if call.closed:
+            raise Refused("fragment for a tool call that was already complete")
+        cid = _text(e.get("id"), "tool call id")
+        if cid:
+            call.id_parts.append(cid)
+        fn = e.get("function")
+        cu = e.get("custom")
+        if fn is not None and cu is not None:
+            raise Refused("tool call is both a function and a custom tool")
+        for key, part in (("function", fn), ("custom", cu)):
+            if part is None:
                 continue
-            st = self.choices.setdefault(ch.get("index", 0) if isinstance(ch.get("index", 0), int) else 0, _Choice())
+            if not isinstance(part, dict):
+                raise Refused(f"tool call {key} is not an object")
+            kind = "function" if key == "function" else "custom"
+            if call.kind != kind and (call.name_parts or call.arg_parts):
+                raise Refused("tool call is both a function and a custom tool")
+            call.kind = kind
+            name = _text(part.get("name"), "tool name")
+            args = _text(part.get("arguments" if kind == "function" else "input"), "tool arguments")
+            if name:
+                call.name_parts.append(name)
+            if args:
+                call.arg_parts.append(args)
+        return call
+
+    def _end_calls(self) -> list[Call]:
+        deps: list[Call] = []
+        for st in self.choices:
+            self._close_choice(st, deps)
+        return deps
+
+    def end(self) -> None:
+        self._end_calls()
+
+    def render(self, item: Item) -> list[bytes]:
+        p = item.p
+        if p is None:
+            return [item.raw]
+        d = p.data
+        modified = False
+        for ch in d["choices"]:
+            st = self.choices[ch["index"]]
+            calls = st.calls()
+            nblocked = sum(1 for c in calls if c.blocked)
+            fr = ch.get("finish_reason")
+            if not nblocked:
+                continue
             delta = ch.get("delta")
             texts: list[str] = []
             if isinstance(delta, dict):
                 tcs = delta.get("tool_calls")
                 if isinstance(tcs, list):
                     kept: list[Any] = []
-                    changed = False
-                    for tc in tcs:
-                        i = tc.get("index") if isinstance(tc, dict) else None
-                        if not isinstance(i, int):
-                            kept.append(tc)
+                    for e in tcs:
+                        call = st.tools[e["index"]]
+                        if call.decision is not None:
+                            if call.first == item.seq and e is self._first_entry(tcs, e["index"]):
+                                texts.append(blocked_text(call.name, call.decision.reason))
                             continue
-                        if i not in st.seen:
-                            fn = tc.get("function")
-                            name = fn.get("name") if isinstance(fn, dict) else None
-                            if name is None:  # arguments before a name: nothing to decide on
-                                kept.append(tc)
-                                continue
-                            st.seen.add(i)
-                            st.total += 1
-                            dec = await self._verdict(str(name), str(tc.get("id", "")), None)
-                            if dec is not None:
-                                st.blocked.add(i)
-                                texts.append(blocked_text(str(name), dec.reason))
-                                changed = True
-                                continue
-                            st.index_map[i] = st.next_index
-                            st.next_index += 1
-                        if i in st.blocked:
-                            changed = True
-                            continue
-                        ci = st.index_map.get(i, i)
-                        if ci != i:
-                            tc = {**tc, "index": ci}
-                            changed = True
-                        kept.append(tc)
-                    if changed:
-                        modified = True
-                        if kept:
-                            delta["tool_calls"] = kept
-                        else:
-                            del delta["tool_calls"]
-                fc = delta.get("function_call")
-                if isinstance(fc, dict):
-                    name = fc.get("name")
-                    if name is not None and not st.fc_blocked:
-                        st.total += 1
-                        dec = await self._verdict(str(name), "", None)
-                        if dec is not None:
-                            st.fc_blocked = True
-                            st.blocked.add(-1)
-                            texts.append(blocked_text(str(name), dec.reason))
-                    if st.fc_blocked:
-                        del delta["function_call"]
-                        modified = True
+                        ci = sum(1 for c in st.tools[: e["index"]] if not c.blocked)
+                        kept.append(e if ci == e["index"] else {**e, "index": ci})
+                    if kept:
+                        delta["tool_calls"] = kept
+                    else:
+                        del delta["tool_calls"]
+                fc = st.fc
+                if "function_call" in delta and fc is not None and fc.decision is not None:
+                    del delta["function_call"]
+                    if fc.first == item.seq:
+                        texts.append(blocked_text(fc.name, fc.decision.reason))
                 if texts:
                     text = "\n".join(texts)
                     if st.texts or self.saw_text:
@@ -277,101 +649,239 @@ class OpenAIChatInterceptor(Interceptor):
                     st.texts += len(texts)
                     prior = delta.get("content")
                     delta["content"] = prior + text if isinstance(prior, str) else text
-                    modified = True
-            fr = ch.get("finish_reason")
-            if fr in ("tool_calls", "function_call") and st.total and len(st.blocked) == st.total:
+            if fr in ("tool_calls", "function_call") and nblocked == len(calls):
                 ch["finish_reason"] = "stop"
-                modified = True
+            modified = True
         if not modified:
-            return None
+            return [item.raw]
         if not d.get("usage") and all(
-            isinstance(ch, dict)
-            and ch.get("finish_reason") is None
+            ch.get("finish_reason") is None
             and not any(v is not None for v in (ch.get("delta") or {}).values())
-            for ch in choices
+            for ch in d["choices"]
         ):
             return []  # only blocked-call fragments were in it
         return [p.make(d)]
 
+    @staticmethod
+    def _first_entry(tcs: list[Any], index: int) -> Any:
+        for e in tcs:
+            if e.get("index") == index:
+                return e
+        return None
+
+    def error_event(self, message: str) -> bytes:
+        return _openai_error(message)
+
+
+# ------------------------------------------------------------------ OpenAI Responses
+
+_R_TOOLS: dict[str, tuple[str, str, str]] = {
+    # item type -> (arguments field, delta event, done event)
+    "function_call": ("arguments", "response.function_call_arguments.delta", "response.function_call_arguments.done"),
+    "custom_tool_call": ("input", "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"),
+}
+_R_PARTS = {v[1]: k for k, v in _R_TOOLS.items()} | {v[2]: k for k, v in _R_TOOLS.items()}
+
 
 class OpenAIResponsesInterceptor(Interceptor):
-    needles = (b"function_call",)
+    # every output_item.added is placed (one per item), so an index is never reused unseen
+    needles = (b"function_call", b"custom_tool_call", b"output_item.added")
 
     def __init__(self, judge: Judge, counters: Counters) -> None:
         super().__init__(judge, counters)
-        self.blocked_out: dict[int, tuple[str, str]] = {}  # output_index -> (item id, text)
-        self.blocked_calls: dict[str, tuple[str, str]] = {}  # call_id -> (item id, text)
+        self.items: dict[int, Call | None] = {}  # output_index -> tool call (None: another item)
+        self.open: dict[int, Call] = {}
+        self.known: dict[tuple[str, str, str, str], Call] = {}
         self.offset = 0
 
     def wants(self, ev: bytes) -> bool:
-        return self.offset != 0 or b"function_call" in ev
+        return self.offset != 0 or Interceptor.wants(self, ev)
 
     def _renumber(self, ev: bytes) -> bytes:
         off = self.offset
+        if not off:
+            return ev
         return _SEQ.sub(lambda m: b'"sequence_number":' + m.group(1) + str(int(m.group(2)) + off).encode(), ev)
 
-    def _seq(self, d: dict[str, Any], obj: dict[str, Any], extra: int = 0) -> dict[str, Any]:
+    def _item_call(self, item: dict[str, Any], oi: int, seq: int) -> Call:
+        kind = item["type"]
+        name = item.get("name")
+        if not isinstance(name, str):
+            raise Refused(f"{kind} item without a string name")
+        cid = _text(item.get("call_id"), "call_id") or ""
+        init = _text(item.get(_R_TOOLS[kind][0]), "tool arguments")
+        call = Call(kind, name=name, call_id=cid, initial=init, first=seq, out_index=oi)
+        return call
+
+    def _finish(self, call: Call, final: str | None) -> None:
+        if final is not None:
+            call.initial, call.arg_parts = final, []
+        self._close(call)
+        self.known.setdefault((call.kind, call.name, call.call_id, call.raw_args or ""), call)
+
+    def observe(self, ev: bytes) -> Item:
+        seq = next(self._seq)
+        if not Interceptor.wants(self, ev):
+            return Item(ev, seq=seq)  # only here to be renumbered
+        event, data, eol = fields(ev)
+        if data is None:
+            return Item(ev, seq=seq)
+        if data.startswith("[DONE]"):
+            return Item(ev, tuple(self._end_calls()), seq=seq)
+        if event is not None and event.startswith("thread."):
+            raise Refused(f"unexpected event {event!r} in a responses stream")
+        obj = load(data, self.c)
+        if not isinstance(obj, dict):
+            raise Refused("responses event is not an object")
+        if obj.get("error"):
+            return Item(ev, seq=seq)  # the SDK raises it
+        p = Parsed(event, obj, eol)
+        t = obj.get("type")
+        oi = obj.get("output_index")
+        if t == "response.output_item.added":
+            item = obj.get("item")
+            if item is None:
+                return Item(ev, p=p, seq=seq)
+            if not _int(oi) or not isinstance(item, dict):
+                raise Refused("output_item.added without an output_index or item")
+            if oi in self.items:
+                raise Refused("duplicate output_index")
+            if item.get("type") in _R_TOOLS:
+                call = self._item_call(item, oi, seq)
+                self.items[oi] = self.open[oi] = call
+                return Item(ev, (call,), p, "added", seq=seq)
+            self.items[oi] = None
+            return Item(ev, p=p, seq=seq)
+        if t in _R_PARTS:
+            call = self.items.get(oi) if _int(oi) else None
+            if call is None or call.kind != _R_PARTS[t]:
+                if _int(oi) and oi in self.items:
+                    return Item(ev, p=p, seq=seq)  # another item's type: the SDK ignores or rejects it
+                raise Refused(f"{t} for an unknown output item")
+            if oi not in self.open:
+                raise Refused(f"{t} after its item was done")
+            argkey = _R_TOOLS[call.kind][0]
+            if t.endswith(".delta"):
+                delta = obj.get("delta")
+                if not isinstance(delta, str):
+                    raise Refused(f"{t} without a string delta")
+                call.arg_parts.append(delta)
+            else:
+                call.done_args = _text(obj.get(argkey), "tool arguments")
+                name = obj.get("name")
+                if name is not None and name != call.name:
+                    raise Refused("tool name differs between output_item.added and arguments.done")
+            return Item(ev, (call,), p, "part", seq=seq)
+        if t == "response.output_item.done":
+            item = obj.get("item")
+            if not _int(oi) or not isinstance(item, dict):
+                raise Refused("output_item.done without an output_index or item")
+            kind = item.get("type")
+            prev = self.items.get(oi, False)
+            if isinstance(prev, Call):
+                if oi not in self.open:
+                    raise Refused("output item done twice")
+                final = self._item_call(item, oi, seq) if kind in _R_TOOLS else None
+                if final is None or final.kind != prev.kind or final.name != prev.name or final.call_id != prev.call_id:
+                    raise Refused("tool call item changed between output_item.added and output_item.done")
+                streamed = (prev.initial or "") + "".join(prev.arg_parts)
+                final_args = final.initial or ""
+                if (prev.arg_parts or prev.initial) and streamed != final_args:
+                    raise Refused("tool arguments differ between the deltas and output_item.done")
+                if prev.done_args is not None and prev.done_args != final_args:
+                    raise Refused("tool arguments differ between arguments.done and output_item.done")
+                del self.open[oi]
+                self._finish(prev, final_args)
+                return Item(ev, (prev,), p, "done", seq=seq)
+            if kind in _R_TOOLS:
+                if prev is None:
+                    raise Refused("output item changed type between added and done")
+                call = self._item_call(item, oi, seq)
+                self.items[oi] = call
+                self._finish(call, None)
+                return Item(ev, (call,), p, "done", seq=seq)
+            return Item(ev, p=p, seq=seq)
+        resp = obj.get("response")
+        if isinstance(resp, dict) and resp.get("output") is not None:
+            output = resp["output"]
+            if not isinstance(output, list):
+                raise Refused("response output is not a list")
+            found: list[tuple[int, Call]] = []
+            for pos, it in enumerate(output):
+                if isinstance(it, dict) and it.get("type") in _R_TOOLS:
+                    c = self._item_call(it, pos, seq)
+                    args = c.initial or ""
+                    hit = self.known.get((c.kind, c.name, c.call_id, args))
+                    if hit is None:
+                        self._finish(c, args)
+                        hit = c
+                    found.append((pos, hit))
+            if found:
+                return Item(ev, tuple(dict.fromkeys(c for _, c in found)), p, "lifecycle", found, seq=seq)
+        return Item(ev, p=p, seq=seq)
+
+    def _end_calls(self) -> list[Call]:
+        deps = list(self.open.values())
+        for call in deps:
+            self._finish(call, None)
+        self.open.clear()
+        return deps
+
+    def end(self) -> None:
+        self._end_calls()
+
+    def _seqd(self, d: dict[str, Any], obj: dict[str, Any], extra: int = 0) -> dict[str, Any]:
         s = d.get("sequence_number")
-        if isinstance(s, int):
+        if _int(s):
             obj["sequence_number"] = s + self.offset + extra
         return obj
 
-    async def process(self, ev: bytes) -> list[bytes] | None:
-        if b"function_call" not in ev:
-            return [self._renumber(ev)] if self.offset else None
-        p = parse_event(ev, self.c)
-        if p is None or not isinstance(p.data, dict):
-            return [self._renumber(ev)] if self.offset else None
+    def render(self, item: Item) -> list[bytes]:
+        k = item.kind
+        p = item.p
+        if k is None or p is None or not any(c.blocked for c in item.deps):
+            return [self._renumber(item.raw)]
         d = p.data
-        t = d.get("type")
-        oi = d.get("output_index")
-        if t == "response.output_item.added":
-            item = d.get("item")
-            if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(oi, int):
-                name = str(item.get("name", ""))
-                call_id = str(item.get("call_id", ""))
-                dec = await self._verdict(name, call_id, None)
-                if dec is not None:
-                    mid = responses_item_id(call_id, oi)
-                    text = blocked_text(name, dec.reason)
-                    self.blocked_out[oi] = (mid, text)
-                    self.blocked_calls[call_id] = (mid, text)
-                    part0 = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-                    part1 = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-                    common = {"item_id": mid, "output_index": oi, "content_index": 0}
-                    out = [
-                        p.make(self._seq(d, {"type": t, "output_index": oi, "item": responses_message_item(mid, text, "in_progress")})),
-                        p.make(self._seq(d, {"type": "response.content_part.added", **common, "part": part0}, 1)),
-                        p.make(self._seq(d, {"type": "response.output_text.delta", **common, "delta": text, "logprobs": []}, 2)),
-                        p.make(self._seq(d, {"type": "response.output_text.done", **common, "text": text, "logprobs": []}, 3)),
-                        p.make(self._seq(d, {"type": "response.content_part.done", **common, "part": part1}, 4)),
-                    ]
-                    if isinstance(d.get("sequence_number"), int):
-                        self.offset += 4
-                    return out
-        elif t in ("response.function_call_arguments.delta", "response.function_call_arguments.done"):
-            if oi in self.blocked_out:
-                if isinstance(d.get("sequence_number"), int):
-                    self.offset -= 1
-                return []
-        elif t == "response.output_item.done":
-            if oi in self.blocked_out:
-                mid, text = self.blocked_out[oi]
-                return [p.make(self._seq(d, {"type": t, "output_index": oi, "item": responses_message_item(mid, text)}))]
-        else:
-            resp = d.get("response")
-            out_items = resp.get("output") if isinstance(resp, dict) else None
-            if self.blocked_calls and isinstance(out_items, list):
-                changed = False
-                for k, item in enumerate(out_items):
-                    if isinstance(item, dict) and item.get("type") == "function_call":
-                        hit = self.blocked_calls.get(str(item.get("call_id", "")))
-                        if hit is not None:
-                            out_items[k] = responses_message_item(*hit)
-                            changed = True
-                if changed:
-                    return [p.make(self._seq(d, d))]
-        return [self._renumber(ev)] if self.offset else None
+        counted = _int(d.get("sequence_number"))
+        if k == "lifecycle":
+            out = d["response"]["output"]
+            for pos, call in item.info:
+                if call.decision is not None:
+                    out[pos] = responses_message_item(*self._replacement(call))
+            return [p.make(self._seqd(d, d))]
+        call = item.deps[0]
+        mid, text = self._replacement(call)
+        if k == "part":
+            if counted:
+                self.offset -= 1
+            return []
+        oi = call.out_index
+        if k == "done":
+            return [p.make(self._seqd(d, {"type": d["type"], "output_index": oi, "item": responses_message_item(mid, text)}))]
+        # "added": the message item and its text, in the events the SDK expects
+        part0 = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        part1 = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        common = {"item_id": mid, "output_index": oi, "content_index": 0}
+        out_ev = [
+            p.make(self._seqd(d, {"type": d["type"], "output_index": oi, "item": responses_message_item(mid, text, "in_progress")})),
+            p.make(self._seqd(d, {"type": "response.content_part.added", **common, "part": part0}, 1)),
+            p.make(self._seqd(d, {"type": "response.output_text.delta", **common, "delta": text, "logprobs": []}, 2)),
+            p.make(self._seqd(d, {"type": "response.output_text.done", **common, "text": text, "logprobs": []}, 3)),
+            p.make(self._seqd(d, {"type": "response.content_part.done", **common, "part": part1}, 4)),
+        ]
+        if counted:
+            self.offset += 4
+        return out_ev
+
+    @staticmethod
+    def _replacement(call: Call) -> tuple[str, str]:
+        assert call.decision is not None
+        return responses_item_id(call.call_id, call.out_index), blocked_text(call.name, call.decision.reason)
+
+    def error_event(self, message: str) -> bytes:
+        err = {"type": "agentsh_refused", "code": "agentsh_refused", "message": message, "param": None}
+        body = {"type": "error", "code": "agentsh_refused", "message": message, "param": None, "error": err}
+        return b"event: error\ndata: " + orjson.dumps(body) + b"\n\n"
 
 
 INTERCEPTORS: dict[str, type[Interceptor]] = {
@@ -382,7 +892,12 @@ INTERCEPTORS: dict[str, type[Interceptor]] = {
 
 
 class SSERelay:
-    """Event framing + interceptor + flushing. Feed upstream chunks; output goes to ``write``."""
+    """Event framing + hold queue + flushing. Feed upstream chunks; output goes to ``write``.
+
+    Without an interceptor it is a plain copy. ``refused`` is set (and the
+    error event written) when the stream had to be refused; the caller then
+    stops reading upstream and ends the response.
+    """
 
     def __init__(
         self,
@@ -394,11 +909,21 @@ class SSERelay:
         self.interceptor = interceptor
         self._write = write
         self._max = max_event_bytes
+        self._max_held = MAX_HELD_FACTOR * max_event_bytes
         self._buf = bytearray()
         self._scan_from = 0
+        self._queue: deque[Item] = deque()
+        self._held = 0
         self.copying = interceptor is None
-        self.overflowed = False
         self.usage = usage
+        self.refused: str | None = None
+        self._in_write = False
+
+    async def _out(self, b: bytes) -> None:
+        """Write to the client; its failures (client gone) are the caller's, never a refusal."""
+        self._in_write = True
+        await self._write(b)
+        self._in_write = False
 
     async def feed(self, chunk: bytes) -> None:
         if self.copying:
@@ -406,59 +931,112 @@ class SSERelay:
                 self.usage.scan(chunk)
             await self._write(chunk)
             return
+        if self.refused is not None:
+            return
+        icpt = self.interceptor
+        assert icpt is not None
         buf = self._buf
         buf += chunk
         pos = 0
         out: list[bytes] = []
-        icpt = self.interceptor
         usage = self.usage
         search = _END_OF_EVENT.search
-        scan = max(self._scan_from - 2, 0)
-        while True:
-            m = search(buf, scan)
-            if m is None:
-                break
-            end = m.end()
-            ev = bytes(buf[pos:end])
-            pos = scan = end
-            if usage is not None:
-                usage.scan(ev)
-            if self.copying:
-                out.append(ev)
-                continue
-            if len(ev) > self._max:
-                # over the scanner limit: pass it and everything after it unchanged
-                self.copying = self.overflowed = True
-                out.append(ev)
-                continue
-            if icpt is None or not icpt.wants(ev):
-                out.append(ev)
-                continue
-            if out:  # text before a tool call never waits on the decision
-                await self._write(b"".join(out))
-                out = []
-            res = await icpt.process(ev)
-            if res is None:
-                out.append(ev)
-            else:
-                out.extend(res)
-        if pos:
-            del buf[:pos]
-        self._scan_from = len(buf)
+        scan = max(self._scan_from - 3, 0)
+        queue = self._queue
+        try:
+            while True:
+                m = search(buf, scan)
+                if m is None:
+                    break
+                end = m.end()
+                ev = bytes(buf[pos:end])
+                pos = scan = end
+                if usage is not None:
+                    usage.scan(ev)
+                wanted = icpt.wants(ev)
+                if not wanted and not queue:
+                    out.append(ev)
+                    continue
+                item = icpt.observe(ev) if wanted else Item(ev)
+                queue.append(item)
+                self._held += len(ev)
+                if icpt.has_pending:
+                    if out:  # text before a tool call never waits on the decision
+                        await self._out(b"".join(out))
+                        out = []
+                    await icpt.decide_pending()
+                self._release(out)
+                if self._held > self._max_held:
+                    raise Refused(f"tool call larger than {self._max_held} bytes held")
+            if pos:
+                del buf[:pos]
+            self._scan_from = len(buf)
+            if len(buf) > self._max:
+                raise Refused(f"SSE event longer than max_sse_line_bytes ({self._max})")
+        except Refused as r:
+            await self._refuse(out, str(r))
+            return
+        except Exception as e:  # a bug must not pass an undecided call: refuse
+            if self._in_write:
+                raise
+            log.exception("SSE interceptor failed; refusing the stream")
+            await self._refuse(out, f"internal error ({e.__class__.__name__})")
+            return
         if out:
             await self._write(b"".join(out))
-        if self.copying or len(buf) > self._max:
-            # An event longer than the scanner limit: stop interpreting, copy the rest.
-            self.copying = True
-            self.overflowed = True
-            pending = bytes(buf)
-            buf.clear()
-            if pending:
-                await self._write(pending)
+
+    def _release(self, out: list[bytes]) -> None:
+        icpt = self.interceptor
+        assert icpt is not None
+        queue = self._queue
+        while queue and queue[0].ready():
+            item = queue.popleft()
+            self._held -= len(item.raw)
+            out.extend(icpt.render(item))
+
+    async def refuse(self, reason: str) -> None:
+        """End the stream with the dialect's error event (held events are dropped)."""
+        if self.refused is None and self.interceptor is not None:
+            await self._refuse([], reason)
+
+    async def _refuse(self, out: list[bytes], reason: str) -> None:
+        self.refused = reason
+        self._queue.clear()
+        self._buf.clear()
+        icpt = self.interceptor
+        assert icpt is not None
+        out.append(icpt.error_event(f"agentsh proxy refused the response: {reason}"))
+        await self._out(b"".join(out))
 
     async def finish(self) -> None:
-        """Upstream ended: whatever is left (an unterminated event) goes out unchanged."""
-        if self._buf:
-            pending = bytes(self._buf)
+        """Upstream ended: close open calls, decide them, release everything."""
+        if self.copying:
+            return
+        if self.refused is not None:
+            return
+        icpt = self.interceptor
+        assert icpt is not None
+        out: list[bytes] = []
+        try:
+            tail = bytes(self._buf)
             self._buf.clear()
-            await self._write(pending)
+            icpt.end()
+            if icpt.has_pending:
+                await icpt.decide_pending()
+            self._release(out)
+            if self._queue:
+                raise Refused("stream ended with an undecided tool call")
+            # an unterminated event is never dispatched by a receiver; pass it only if it cannot matter
+            if tail and not icpt.wants(tail):
+                out.append(tail)
+        except Refused as r:
+            await self._refuse(out, str(r))
+            return
+        except Exception as e:
+            if self._in_write:
+                raise
+            log.exception("SSE interceptor failed; refusing the stream")
+            await self._refuse(out, f"internal error ({e.__class__.__name__})")
+            return
+        if out:
+            await self._write(b"".join(out))

@@ -33,6 +33,10 @@ class UpstreamError(Exception):
     """The upstream could not be reached, or broke the protocol/connection."""
 
 
+class BodyTooLarge(UpstreamError):
+    """A response body longer than the reader's limit (nothing beyond the limit is buffered)."""
+
+
 def tls_context() -> ssl.SSLContext:
     global _SSL_CONTEXT
     if _SSL_CONTEXT is None:
@@ -205,7 +209,12 @@ class UpstreamResponse:
         if head_request or self.status in (204, 304) or 100 <= self.status < 200:
             self._mode = "none"
         elif te is not None:
-            if te.rsplit(",", 1)[-1].strip().lower() == "chunked":
+            codings = [t.strip().lower() for t in te.split(",") if t.strip()]
+            if any(c not in ("chunked", "identity") for c in codings) or codings.count("chunked") > 1:
+                # a transfer-coding (gzip, ...) the proxy would forward still encoded
+                # and unlabelled; no provider sends one
+                raise UpstreamError(f"unsupported transfer-encoding {te!r} from upstream")
+            if codings and codings[-1] == "chunked":
                 self._mode, self._chunk_left = "chunked", -1
             else:
                 self._mode, self.keep_alive = "close", False
@@ -246,9 +255,11 @@ class UpstreamResponse:
             prev = hmap.get(lk)
             hmap[lk] = v if prev is None else prev + ", " + v
 
-    async def read(self) -> bytes:
-        """The whole body."""
+    async def read(self, limit: int | None = None) -> bytes:
+        """The whole body; BodyTooLarge when it is longer than ``limit``."""
         if self._mode == "length":
+            if limit is not None and self._left > limit:
+                raise BodyTooLarge(f"response body of {self._left} bytes is over the {limit}-byte limit")
             c = self._conn
             while len(c.buf) < self._left:
                 await c.more(self._timeout)
@@ -263,7 +274,13 @@ class UpstreamResponse:
             self._done = True
             c.consumed()
             return out
-        parts = [chunk async for chunk in self.iter_chunks()]
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self.iter_chunks():
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise BodyTooLarge(f"response body over the {limit}-byte limit")
+            parts.append(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:

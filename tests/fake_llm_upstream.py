@@ -55,6 +55,17 @@ class Scenario:
     """Text and JSON arguments are streamed in pieces of this many characters."""
     stop_reason: str | None = None
     set_cookie: str | None = None
+    raw: Raw | None = None
+    """Answer with exactly this status, these headers and these body writes (a hostile upstream)."""
+
+
+@dataclass
+class Raw:
+    """A response sent as given: no Content-Type or encoding added, one write per chunk."""
+
+    chunks: list[bytes]
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+    status: int = 200
 
 
 def _pieces(s: str, n: int) -> list[str]:
@@ -340,6 +351,22 @@ class FakeUpstream:
                 await resp.write(c)
                 if n == 0 and sc.pause_after_first:
                     await asyncio.sleep(sc.pause_after_first)
+            if comp is not None:
+                await resp.write(comp.flush())
+            await resp.write_eof()
+        except (ConnectionError, RuntimeError):
+            self.disconnects += 1
+        return resp
+
+    async def _raw(self, request: web.Request, raw: Raw) -> web.StreamResponse:
+        resp = web.StreamResponse(status=raw.status, headers=raw.headers)
+        if len(raw.chunks) == 1:
+            resp.content_length = len(raw.chunks[0])
+        await resp.prepare(request)
+        try:
+            for c in raw.chunks:
+                await resp.write(c)
+                await asyncio.sleep(0)
             await resp.write_eof()
         except (ConnectionError, RuntimeError):
             self.disconnects += 1
@@ -347,6 +374,8 @@ class FakeUpstream:
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         body, sc = await self._record(request)
+        if sc.raw is not None:
+            return await self._raw(request, sc.raw)
         if sc.status != 200:
             return self._error_response(sc)
         model = str(body.get("model", "claude-sonnet-4-5"))
@@ -356,6 +385,8 @@ class FakeUpstream:
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body, sc = await self._record(request)
+        if sc.raw is not None:
+            return await self._raw(request, sc.raw)
         if sc.status != 200:
             return self._error_response(sc)
         model = str(body.get("model", "gpt-4o"))
@@ -366,6 +397,8 @@ class FakeUpstream:
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         body, sc = await self._record(request)
+        if sc.raw is not None:
+            return await self._raw(request, sc.raw)
         if sc.status != 200:
             return self._error_response(sc)
         model = str(body.get("model", "gpt-4.1"))
@@ -466,6 +499,7 @@ class ProxyHarness:
             self.server.gate.version = None
             self.server.update_policy(pol)
             self.server.judge.decider = LocalDecider(service)
+            self.server.judge.daemon_answered()  # a previous test's unreachable daemon is forgotten
             self.sink.events.clear()
             self.decisions.clear()
             self.fake.requests.clear()

@@ -273,16 +273,19 @@ def test_client_disconnect_closes_upstream(harness: ProxyHarness, tmp_path: Path
     wait_until(lambda: last_llm_request(harness).get("error") == "client disconnected")
 
 
-def test_malformed_sse_lines_are_forwarded_and_counted(harness: ProxyHarness, tmp_path: Path) -> None:
+def test_unreadable_candidate_event_refuses_the_stream_with_an_sdk_error(harness: ProxyHarness, tmp_path: Path) -> None:
     harness.configure(tmp_path, {"files": TOOLS}, **DENY)
     good = anthropic_events(Scenario([tool("delete_file", "toolu_m", {"path": "/"})]), "mal")
     bad = b'event: content_block_start\ndata: {"type":"content_block_start","content_block":{"type":"tool_use",\n\n'
     harness.fake.add("mal", Scenario(raw_chunks=[good[0], bad, *good[1:]]))
+    ac = anthropic.Anthropic(base_url=harness.url, api_key="k", max_retries=0)
+    with pytest.raises(anthropic.APIStatusError) as ei, ac.messages.stream(model="mal", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+        s.get_final_message()
+    assert "agentsh proxy refused the response" in str(ei.value)
     _, _, data = post(harness, "/v1/messages", b'{"model":"mal","stream":true,"messages":[]}', {"anthropic-version": "2023-06-01"})
-    assert bad in data
-    assert b"[agentsh] Tool 'delete_file' blocked" in data
+    assert bad not in data and b"delete_file" not in data  # nothing after the unreadable event
     ev = last_llm_request(harness)
-    assert ev["malformed_lines"] == 1 and ev["tool_calls_blocked"] == 1
+    assert ev["malformed_lines"] == 1 and (ev["error"] or "").startswith("refused: unparseable JSON")
 
 
 # ------------------------------------------------------------------ daemon unreachable
@@ -308,7 +311,8 @@ def test_daemon_unreachable_follows_fail_closed(harness: ProxyHarness, tmp_path:
         assert [(e["tool_name"], e["action"]) for e in local] == [("some_tool", "block")]
     else:
         assert msg.content[0].type == "tool_use" and msg.stop_reason == "tool_use"
-        assert local == []
+        # the proxy records the fail-open decision itself (the daemon could not)
+        assert [(e["tool_name"], e["action"]) for e in local] == [("some_tool", "allow")]
 
 
 async def test_reporter_spools_when_daemon_is_down(tmp_path: Path) -> None:

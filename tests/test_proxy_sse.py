@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from agentsh.agent.mcp.service import MCPService
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.decider import LocalDecider, NameGate, ToolJudge
-from agentsh.proxy.dialects import NEEDLES
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
 
 TOOLS = [
@@ -108,58 +107,56 @@ def test_stream_without_tool_calls_is_byte_identical(judge: Any, dialect: str, t
     assert c.tool_calls == 0
 
 
-GARBAGE = st.sampled_from(
-    [
-        b'data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use"\n\n',
-        b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,\n\n',
-        b'data: {"type":"response.output_item.added","item":{"type":"function_call"\n\n',
-        b"data: tool_use tool_calls function_call not json\n\n",
-        b": keep-alive comment\n\n",
-        b"event: weird\ndata: \xff\xfe tool_use\n\n",
-        b'data: {"type":"content_block_start","index":"x","content_block":{"type":"tool_use","name":5}}\n\n',
-        b'data: {"choices":"nope","tool_calls":1}\n\n',
-        b'data: ["tool_calls", "function_call"]\n\n',
-        b"retry: 100\n\n",
-    ]
-)
+HARMLESS = [
+    b": keep-alive comment\n\n",
+    b"retry: 100\n\n",
+    b'event: weird\ndata: {"plain": "words"}\n\n',  # the OpenAI SDKs parse every data line: JSON
+]
+CANDIDATES = [  # could carry a tool call (a type or key name of every dialect) but cannot be read
+    b'event: content_block_start\ndata: {"type":"content_block_start","content_block":{"type":"tool_use","tool_calls":1,"function_call":2\n\n',
+    b"event: message_start\ndata: message_start tool_calls function_call not json\n\n",
+    b"event: content_block_start\ndata: \xff\xfe content_block_start tool_calls function_call\n\n",
+]
+
+
+def _error_end(dialect: str, out: bytes) -> bool:
+    last = out.rstrip(b"\n").rsplit(b"\n\n", 1)[-1]
+    return out.endswith(b"\n\n") and b"agentsh proxy refused the response" in last
 
 
 @pytest.mark.parametrize("dialect", list(GEN))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_malformed_lines_never_crash_and_pass_through(judge: Any, dialect: str, data: Any) -> None:
+def test_harmless_junk_passes_and_unreadable_candidates_refuse_the_stream(judge: Any, dialect: str, data: Any) -> None:
     events = GEN[dialect](MIXED, "m")
-    junk = data.draw(st.lists(st.tuples(st.integers(0, len(events)), GARBAGE), max_size=6))
+    junk = data.draw(st.lists(st.tuples(st.integers(0, len(events)), st.sampled_from(HARMLESS + CANDIDATES)), max_size=4))
     seq = list(events)
     for pos, g in sorted(junk, key=lambda x: -x[0]):
         seq.insert(pos, g)
     cuts = data.draw(st.lists(st.integers(0, 8000), max_size=10))
-    out, c, _ = relay_run(dialect, judge, split(b"".join(seq), cuts))
-    for _, g in junk:
-        assert g in out  # forwarded unchanged
-    # only candidate events (containing the dialect's needle) are ever parsed, so only they count
-    needles = NEEDLES["openai-responses" if dialect == "openai-responses" else dialect]
-    bad = [g for _, g in junk if any(n in g for n in needles) and _bad_json(g)]
-    assert c.malformed == len(bad)
-    assert c.blocked == 1  # the real tool call around the junk was still handled
+    out, c, r = relay_run(dialect, judge, split(b"".join(seq), cuts))
+    if any(g in CANDIDATES for _, g in junk):
+        assert r.refused is not None
+        assert _error_end(dialect, out)
+        first = min(pos for pos, g in junk if g in CANDIDATES)
+        if events[first:]:
+            assert b"".join(events[first:]) not in out  # nothing after the unreadable event went out
+    else:
+        assert r.refused is None
+        for _, g in junk:
+            assert g in out  # forwarded unchanged
+        assert c.blocked == 1 and c.malformed == 0
 
 
-def _bad_json(ev: bytes) -> bool:
-    try:
-        orjson.loads(ev.split(b"data: ", 1)[1].rstrip(b"\n"))
-    except (orjson.JSONDecodeError, IndexError):
-        return True
-    return False
-
-
-def test_over_long_event_falls_back_to_copy(judge: Any) -> None:
-    big = b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + b"a" * 5000 + b'"}}\n\n'
+def test_over_long_event_refuses_the_stream(judge: Any) -> None:
+    big = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + b"a" * 5000 + b'"}}\n\n'
     events = anthropic_events(MIXED, "m")
     data = events[0] + big + b"".join(events[1:])
     out, c, r = relay_run("anthropic", judge, [data[i : i + 700] for i in range(0, len(data), 700)], max_bytes=1024)
-    assert r.overflowed
-    assert out == data  # everything after the long event is copied, uninspected
-    assert c.tool_calls == 0
+    assert r.refused is not None and "max_sse_line_bytes" in r.refused
+    assert out.startswith(events[0]) and b"a" * 5000 not in out
+    assert out.endswith(b"\n\n") and b"event: error" in out
+    assert c.tool_calls == 0  # nothing after the over-long event was looked at or passed
 
 
 def test_anthropic_blocked_block_keeps_index_and_drops_deltas(judge: Any) -> None:
@@ -191,3 +188,41 @@ def test_responses_sequence_numbers_stay_contiguous(judge: Any) -> None:
     assert c.blocked == 1
     done = next(orjson.loads(line[6:]) for line in out.split(b"\n") if line.startswith(b"data: ") and b"response.completed" in line)
     assert [i["type"] for i in done["response"]["output"]] == ["message", "message", "function_call"]
+
+
+ALLOWED = Scenario([text("Checking the weather."), tool("get_weather", "call_9", {"city": "Oslo", "days": 3})], split_text=3)
+
+
+@pytest.mark.parametrize("dialect", list(GEN))
+def test_allowed_held_tool_call_is_released_byte_identical(judge: Any, dialect: str) -> None:
+    data = b"".join(GEN[dialect](ALLOWED, "m"))
+    out, c, r = relay_run(dialect, judge, split(data, list(range(0, len(data), 13))))
+    assert out == data
+    assert (c.tool_calls, c.blocked, r.refused) == (1, 0, None)
+
+
+@pytest.mark.parametrize("dialect", list(GEN))
+def test_text_before_a_tool_call_is_written_before_the_decision(dialect: str) -> None:
+    events = GEN[dialect](ALLOWED, "m")
+    data = b"".join(events)
+    written: list[bytes] = []
+    seen_at_decision: list[bytes] = []
+
+    async def slow_judge(name: str, call_id: str, args: Any) -> Any:
+        seen_at_decision.append(b"".join(written))
+        await asyncio.sleep(0.01)
+        return None
+
+    async def write(b: bytes) -> None:
+        written.append(b)
+
+    async def go() -> None:
+        r = SSERelay(INTERCEPTORS[dialect](slow_judge, Counters()), write, 1 << 20)
+        await r.feed(data)
+        await r.finish()
+
+    asyncio.run(go())
+    first_call = next(i for i, e in enumerate(events) if b"get_weather" in e)
+    assert seen_at_decision and seen_at_decision[0].startswith(b"".join(events[:first_call]))
+    assert b"get_weather" not in seen_at_decision[0]  # the call itself was held until decided
+    assert b"".join(written) == data

@@ -14,15 +14,18 @@ import asyncio
 import gzip
 import http.client
 import itertools
+import zlib
 from collections.abc import Callable
 from typing import Any
 
+import brotli
 import pytest
 from fake_llm_upstream import ProxyHarness
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsh.proxy.upstream import UpstreamError, UpstreamPool
+from agentsh.proxy.encoding import PIECE, DecodeError, Decoder, codings, decode_all
+from agentsh.proxy.upstream import BodyTooLarge, UpstreamError, UpstreamPool
 
 Reply = Callable[[bytes], list[bytes]]  # request bytes -> response writes
 
@@ -246,3 +249,65 @@ def test_compressed_request_body_is_redacted_and_sent_decoded(harness: ProxyHarn
     sent = harness.fake.requests[-1]
     assert {k.lower() for k in sent["headers"]}.isdisjoint({"content-encoding"})  # the bytes sent are not gzip
     assert b"alice@example.com" not in sent["raw"] and b"[REDACTED:email]" in sent["raw"]
+
+
+# ------------------------------------------------------------------ bodies: limits, transfer-codings, content-codings
+
+
+async def test_read_limit_stops_before_buffering_an_oversized_body() -> None:
+    async with RawServer(fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"x" * 5000)) as srv:
+        pool = UpstreamPool()
+        resp = await pool.request(pool.origin(f"http://127.0.0.1:{srv.port}"), "POST", "/", b"", b"{}")
+        with pytest.raises(BodyTooLarge):
+            await resp.read(limit=1000)  # refused from the Content-Length, nothing read
+        resp.close()
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"y" * 1024 + b"\r\n" * 1
+    async with RawServer(fixed(chunked + (b"400\r\n" + b"y" * 1024 + b"\r\n") * 3 + b"0\r\n\r\n")) as srv:
+        resp = await pool.request(pool.origin(f"http://127.0.0.1:{srv.port}"), "POST", "/", b"", b"{}")
+        with pytest.raises(BodyTooLarge):
+            await resp.read(limit=2048)
+        resp.close()
+        await pool.close()
+
+
+@pytest.mark.parametrize("te", ["gzip, chunked", "chunked, chunked", "compress"])
+async def test_transfer_codings_other_than_chunked_are_refused(te: str) -> None:
+    async with RawServer(fixed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: %s\r\n\r\n0\r\n\r\n" % te.encode())) as srv:
+        pool = UpstreamPool()
+        with pytest.raises(UpstreamError, match="transfer-encoding"):
+            await get(pool, srv.port)
+        await pool.close()
+
+
+def test_decoder_stops_at_the_cap_in_bounded_pieces() -> None:
+    member = gzip.compress(b"\0" * (16 << 20))
+    bomb = member * 64  # 1 GiB decoded from about 1 MB
+    for coding, data in (("gzip", bomb), ("br", brotli.compress(b"\0" * (256 << 20)))):
+        d = Decoder([coding], cap=8 << 20)
+        largest = 0
+        with pytest.raises(DecodeError, match="larger than"):
+            for piece in d.feed(data):
+                largest = max(largest, len(piece))
+        assert d.produced <= (8 << 20) + 2 * PIECE  # it stopped at the cap ...
+        assert largest <= 2 * PIECE  # ... producing one bounded piece at a time
+
+
+@settings(max_examples=20, deadline=None)
+@given(chain=st.lists(st.sampled_from(["gzip", "x-gzip", "deflate", "br", "identity"]), min_size=1, max_size=3), step=st.integers(1, 5000))
+def test_decoder_undoes_every_coding_in_order_for_any_split(chain: list[str], step: int) -> None:
+    plain = b"data: " + bytes(range(256)) * 40 + b"\n\n"
+    body = plain
+    for c in chain:  # applied first to last, as Content-Encoding lists them
+        body = {"gzip": gzip.compress, "x-gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress, "identity": bytes}[c](body)
+    d = Decoder(codings(", ".join(chain)), cap=1 << 20)
+    out = b"".join(p for i in range(0, len(body), step) for p in d.feed(body[i : i + step]))
+    d.finish()
+    assert out == plain
+
+
+@pytest.mark.parametrize("bad", [b"not gzip at all", gzip.compress(b"x" * 100)[:-12], gzip.compress(b"x") + b"trailing junk"])
+def test_corrupt_or_trailing_data_is_a_decode_error(bad: bytes) -> None:
+    with pytest.raises(DecodeError):
+        decode_all(bad, ["gzip"], 1 << 20)
+    with pytest.raises(DecodeError, match="unsupported"):
+        Decoder(["zstd"], 1 << 20)
