@@ -32,7 +32,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SHIM = str(BIN / "agentsh-shim")
+SHIM = os.environ.get("AGENTSH_BENCH_SHIM") or str(BIN / "agentsh-shim")
+"""AGENTSH_BENCH_SHIM runs another build (e.g. a launcher for an older checkout) for before/after."""
 AGENTSHD = str(BIN / "agentshd")
 SERVER = [sys.executable, str(REPO / "tests" / "mcp_servers" / "echo_server.py")]
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)

@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from agentsh.agent.client import default_socket
+from agentsh.agent.client import cap_decision_request, default_socket
 from agentsh.agent.events.models import ProtocolError, ShimExited, ShimRegistered
 from agentsh.agent.mcp.offline import LocalDecider, event_json, load_policy
 from agentsh.agent.mcp.serverid import server_id_for
@@ -148,7 +148,10 @@ class Shim:
         if d is None:
             self._sync_local()
             self.last_offline_at = time.time()
-            d = self.local.decide(name, arguments, jsonrpc_id)
+            # the same bound the daemon link applies: a deep/huge argument value
+            # (lenient_json reads 5,000 levels) must not break the decision event
+            local_args = cap_decision_request({"arguments": arguments})["arguments"]
+            d = self.local.decide(name, local_args, jsonrpc_id)
         return (not d.blocked), d.reason
 
     def review_tools(self, tools: list[dict[str, Any]], complete: bool) -> set[str]:
@@ -381,8 +384,9 @@ def main(
 ) -> None:
     """Run an MCP stdio server under agentsh: agentsh-shim [OPTIONS] -- CMD [ARGS...]"""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="agentsh-shim[%(process)d]: %(levelname)s %(message)s")
+    from agentsh.agent.logfmt import setup as setup_logging
+
+    setup_logging("agentsh-shim", level)
     code = run(ShimOptions(list(command), server_id, socket_path, config_dir, state_dir))
     sys.stdout.flush()
     os._exit(code)  # relay threads may sit in a read of a client that never closes stdin

@@ -1,4 +1,4 @@
-"""Byte-exact stdio relay between an MCP client and the server the shim spawned.
+"""Stdio relay between an MCP client and the server the shim spawned.
 
 Why threads and raw fds: the byte path must add microseconds, not an event
 loop hop. Each direction is one thread doing ``os.read`` (1 MiB) → ``os.write``
@@ -6,32 +6,34 @@ on raw fds (both release the GIL); backpressure is natural (a blocked write
 stops the reads of that direction) and a held message naturally holds
 everything behind it, which is exactly the ordering rule we want.
 
-Client → server (``pump_client``): lines are cut and each COMPLETE line is
-handed to ``Inspector.client_line`` before any byte of it is forwarded (a
-tools/call must be decided before the server sees it, and its method can be
-anywhere in the object). Lines are buffered only up to ``max_line``; a longer
-line is forwarded uninspected and counted. Forwardable lines of one read are
-written with one syscall.
+Both directions forward COMPLETE lines only, each after the inspector has
+decided on it (docs/shim.md "Refused messages"): forwarded unchanged (the
+bytes are never re-serialised), replaced (a filtered tools/list, an error
+for a refused message) or dropped. A line longer than ``max_line`` is never
+buffered whole: it is dropped through its newline and its sender gets an
+error when its request id can be read from its head. Memory per direction is
+bounded by ``max_line`` plus one read.
 
-Server → client (``pump_server``): while no tools/list request is pending,
-every chunk is written through immediately and lines are cut on the side for
-inspection/counting (``Inspector.server_line_seen``). While a tools/list
-request is pending, complete lines are collected first so that its response
-can be held until the verdict arrives and rewritten if tools must be hidden.
+Client → server (``pump_client``): each complete line is handed to
+``Inspector.client_line`` (a tools/call must be decided before the server
+sees it, and its method can be anywhere in the object). Forwardable lines of
+one read are written with one syscall.
+
+Server → client (``pump_server``): each chunk is cut into lines; the bytes
+after the last newline wait in user space for the rest of their line. So a
+server that never ends its line holds back only itself: agentsh's own lines
+(``Output.inject``) always find a line boundary, and every line a client can
+act on has been decided.
 
 Why tee(2)+splice(2) on that direction: a read+write relay copies every byte
-twice through user space before the client sees it, which costs a 1 MB result
-about half of the direct throughput. When the client's stdout is a pipe or a
-socket, each chunk is instead duplicated into a private pipe with ``tee``
-(page references, no copy; it also waits for the data like a read would),
-the server's pipe is ``splice``d straight to stdout, and only then the
-duplicate is read for inspection, after the client already has the bytes.
-In held mode the server's copy is spliced to /dev/null and the duplicate is
-handled like a read. Elsewhere (a tty, a file) it falls back to read+write.
-
-Messages agentsh writes itself (error responses for blocked calls) go to the
-client through ``Output.inject``, which writes only at a line boundary of the
-server's stream, so they never split a server message.
+twice through user space, which costs a 1 MB result about half of the direct
+throughput. When the client's stdout is a pipe or a socket, each chunk is
+duplicated into a private pipe with ``tee`` (page references, no copy; it
+also waits for the data like a read would) and that copy is read for the
+decisions; then the lines forwarded unchanged are ``splice``d from the
+server's pipe straight to stdout (exactly up to a line end), everything else
+is spliced to /dev/null. Elsewhere (a tty, a file) it falls back to
+read+write.
 """
 
 from __future__ import annotations
@@ -51,15 +53,13 @@ __all__ = ["ClientVerdict", "Inspector", "Output", "RelayStats", "pump_client", 
 
 READ_SIZE = 1 << 20
 MAX_LINE = 64 * 1024 * 1024
-"""Longest line that is buffered for inspection (client side) or held (server side)."""
-SIDE_FULL = 64 * 1024
-"""Forwarded server lines longer than this are not copied aside whole: only their
-first and last EDGE bytes are kept for the framing check (Inspector.server_big_line)."""
+"""Longest line that is buffered for a decision, either direction; longer ones are refused."""
 EDGE = 4096
-SCAN_PIECE = 128 * 1024
-"""Spliced bytes are read back for inspection in pieces this big: the copy then
-lands in cache-hot memory instead of streaming through a 1 MiB buffer."""
+"""Bytes kept of a refused oversized line (its request id is read from there)."""
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+HOLD_SIZE = 4 * READ_SIZE
+"""Asked-for size of the hold pipe (the kernel may grant less: pipe-max-size)."""
 
 
 try:
@@ -83,11 +83,18 @@ def tee(fd_in: int, fd_out: int, size: int) -> int:
 
 
 class _Splicer:
-    """The private pipe that receives the tee'd copy, and /dev/null to drop bytes."""
+    """The private pipe that receives the tee'd copy, the hold pipe where the
+    start of an unfinished line waits (moved, not copied), and /dev/null."""
 
     def __init__(self) -> None:
         self.side_r, self.side_w = os.pipe()
         grow_pipe(self.side_w, READ_SIZE)
+        self.hold_r, self.hold_w = os.pipe()
+        grow_pipe(self.hold_w, HOLD_SIZE)
+        try:
+            self.hold_cap = fcntl.fcntl(self.hold_w, F_GETPIPE_SZ)
+        except OSError:
+            self.hold_cap = 0
         self.null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
 
     @classmethod
@@ -103,7 +110,7 @@ class _Splicer:
         except OSError:
             return None
 
-    def read_side(self, buf: bytearray, n: int) -> None:
+    def read_side(self, buf: bytearray | memoryview, n: int) -> None:
         """The tee'd copy of the current chunk into ``buf[:n]``."""
         mv = memoryview(buf)
         got = 0
@@ -113,12 +120,13 @@ class _Splicer:
                 raise OSError(errno.EIO, "side pipe closed")
             got += k
 
-    def read_some(self, buf: bytearray, n: int) -> int:
-        """Up to ``n`` bytes of the tee'd copy into the start of ``buf``."""
-        k = os.readv(self.side_r, [memoryview(buf)[:n]])
-        if not k:  # cannot happen: the bytes are in our own pipe
-            raise OSError(errno.EIO, "side pipe closed")
-        return k
+    def hold(self, src: int, n: int) -> None:
+        """Move ``n`` bytes of pipe ``src`` into the hold pipe (the caller checked the room)."""
+        while n > 0:
+            k = os.splice(src, self.hold_w, n)
+            if not k:
+                raise OSError(errno.EIO, "server pipe ended inside tee'd data")
+            n -= k
 
     def discard(self, src: int, n: int) -> None:
         """Consume ``n`` bytes of pipe ``src`` without copying them to user space."""
@@ -129,7 +137,7 @@ class _Splicer:
             n -= k
 
     def close(self) -> None:
-        for fd in (self.side_r, self.side_w, self.null):
+        for fd in (self.side_r, self.side_w, self.hold_r, self.hold_w, self.null):
             try:
                 os.close(fd)
             except OSError:
@@ -137,14 +145,20 @@ class _Splicer:
 
 
 def grow_pipe(fd: int, size: int = 1 << 20) -> None:
-    """Bigger pipe buffers mean fewer context switches for large messages."""
+    """Bigger pipe buffers mean fewer context switches for large messages.
+    Tries ``size``, then the system's pipe-max-size, then 256 KiB."""
+    sizes = [size]
     try:
-        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
-    except OSError:
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            sizes.append(min(size, int(f.read())))
+    except (OSError, ValueError):
+        pass
+    for sz in (*sizes, 256 * 1024):
         try:
-            fcntl.fcntl(fd, F_SETPIPE_SZ, 256 * 1024)
+            fcntl.fcntl(fd, F_SETPIPE_SZ, sz)
+            return
         except OSError:
-            pass
+            continue
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -178,45 +192,34 @@ class ClientVerdict:
 
 class Inspector(Protocol):
     def client_line(self, line: bytes) -> ClientVerdict | None:
-        """Called for each complete client line before it is forwarded; None = forward."""
+        """Each complete client line before it is forwarded; None = forward it."""
 
-    def server_hold_needed(self) -> bool:
-        """True while a server response may have to be held/rewritten (pending tools/list)."""
+    def client_oversized(self, head: bytes, size: int) -> bytes | None:
+        """A client line over ``max_line`` (dropped); the reply to send back, if any."""
 
-    def server_line(self, line: bytes) -> bytes | None:
-        """Held mode: a complete server line; return replacement bytes or None to forward."""
+    def server_line(self, data: bytes | bytearray, start: int, end: int) -> bytes | None:
+        """Each complete server line ``data[start:end]`` before it is forwarded:
+        None = forward it; bytes = write these instead (b"" = drop). ``data`` is a
+        reused buffer: do not keep a reference."""
 
-    def server_line_seen(self, line: bytes | bytearray | memoryview) -> None:
-        """Pass-through mode: a complete server line that was already forwarded
-        (the buffer is reused afterwards: do not keep a reference)."""
-
-    def server_big_line(self, head: bytes, tail: bytes, size: int) -> None:
-        """Pass-through mode: a forwarded line longer than SIDE_FULL, by its edges."""
-
-    def oversized(self, direction: str, size: int) -> None:
-        """A line too long to inspect was forwarded unchanged."""
+    def server_oversized(self, head: bytes, size: int) -> bytes:
+        """A server line over ``max_line`` (dropped); what to write instead."""
 
 
 class NullInspector:
-    """Pure relay (tests, benchmarks): forwards everything, inspects nothing."""
+    """Pure relay (tests, benchmarks): forwards every complete line, decides nothing."""
 
     def client_line(self, line: bytes) -> ClientVerdict | None:
         return None
 
-    def server_hold_needed(self) -> bool:
-        return False
-
-    def server_line(self, line: bytes) -> bytes | None:
+    def client_oversized(self, head: bytes, size: int) -> bytes | None:
         return None
 
-    def server_line_seen(self, line: bytes | bytearray | memoryview) -> None:
+    def server_line(self, data: bytes | bytearray, start: int, end: int) -> bytes | None:
         return None
 
-    def server_big_line(self, head: bytes, tail: bytes, size: int) -> None:
-        return None
-
-    def oversized(self, direction: str, size: int) -> None:
-        return None
+    def server_oversized(self, head: bytes, size: int) -> bytes:
+        return b""
 
 
 @dataclass
@@ -231,32 +234,30 @@ class RelayStats:
 
 
 class Output:
-    """The client-facing stdout: the server stream plus agentsh's own injected lines."""
+    """The client-facing stdout: the server's lines plus agentsh's own injected lines.
+
+    The server pump writes whole lines only, so an injected line can always go
+    out at once; the lock keeps the two writers from interleaving."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self._lock = threading.Lock()
-        self.mid_line = False
-        self._pending: list[bytes] = []
+        self._lock = threading.RLock()
+        self.mid_line = False  # only after a last server line without newline
         self.broken = False
         self.spliced = False
 
     def stream(self, data: bytes | bytearray | memoryview) -> None:
-        """Server bytes, in order (called by the server pump only)."""
+        """Server lines, in order (called by the server pump only)."""
         if not data:
             return
         with self._lock:
             self._write(data)
             self.mid_line = data[-1] != 0x0A
-            if not self.mid_line and self._pending:
-                self._flush_pending()
 
     def splice_from(self, src: int, n: int, discard: Callable[[int, int], None]) -> bool:
-        """Move ``n`` server bytes from pipe ``src`` to the client with splice(2).
-
-        False (nothing moved) when stdout refuses splice; the caller falls back to
-        writes. Until ``end_chunk`` the stream counts as mid-line, so injected
-        lines wait for the boundary the chunk may end on."""
+        """Move ``n`` server bytes (whole lines) from pipe ``src`` to the client
+        with splice(2). False (nothing moved) when stdout refuses splice; the
+        caller then writes its copy instead."""
         with self._lock:
             moved = 0
             if not self.broken:
@@ -277,38 +278,26 @@ class Output:
                         raise
                     self.broken = True  # client went away: keep draining the server
             self.spliced = True
-            self.mid_line = True
+            self.mid_line = False
             if moved < n:
                 discard(src, n - moved)
             return True
 
-    def end_chunk(self, last: int) -> None:
-        """The last byte of what ``splice_from`` moved, once the copy has been read."""
-        with self._lock:
-            self.mid_line = last != 0x0A
-            if not self.mid_line and self._pending:
-                self._flush_pending()
-
     def inject(self, line: bytes) -> None:
-        """A whole line of agentsh's own; written at the next line boundary."""
+        """A whole line of agentsh's own (an error reply)."""
         with self._lock:
             if self.mid_line:
-                self._pending.append(line)
-            else:
-                self._write(line)
+                self._write(b"\n")
+                self.mid_line = False
+            self._write(line)
+
+    def atomic(self) -> threading.RLock:
+        """Hold this while writing the pieces of one line (hold pipe, then the
+        rest): an injected line must not land between them."""
+        return self._lock
 
     def finish(self) -> None:
-        """Server stream ended: anything still pending goes out (on its own line)."""
-        with self._lock:
-            if self._pending:
-                if self.mid_line:
-                    self._write(b"\n")
-                    self.mid_line = False
-                self._flush_pending()
-
-    def _flush_pending(self) -> None:
-        pending, self._pending = self._pending, []
-        self._write(b"".join(pending))
+        """Server stream ended."""
 
     def _write(self, data: bytes | bytearray | memoryview) -> None:
         if self.broken:
@@ -333,7 +322,8 @@ def pump_client(
     """Client stdin → server stdin (see module docstring)."""
     buf = bytearray(READ_SIZE)  # reused: no 1 MiB allocation per read
     partial = bytearray()
-    passthrough = False  # inside an oversized line: forward until its newline
+    skip_head: bytes | None = None  # inside an oversized line: its head, dropped until newline
+    skip_size = 0
     dst_ok = True
 
     def send(data: bytes | bytearray | memoryview) -> None:
@@ -346,6 +336,15 @@ def pump_client(
             if e.errno not in (errno.EPIPE, errno.EBADF):
                 raise
             dst_ok = False  # server gone; keep reading so the client is not blocked
+
+    def refuse_oversized() -> None:
+        nonlocal skip_head
+        assert skip_head is not None
+        stats.oversized += 1
+        reply = insp.client_oversized(skip_head, skip_size)
+        if reply:
+            out.inject(reply)
+        skip_head = None
 
     try:
         while True:
@@ -363,13 +362,14 @@ def pump_client(
             stats.client_bytes += n
             mv = memoryview(buf)[:n]
             pos = 0
-            if passthrough:
+            if skip_head is not None:
                 nl = buf.find(b"\n", 0, n)
                 if nl < 0:
-                    send(mv)
+                    skip_size += n
                     continue
-                send(mv[: nl + 1])
-                passthrough = False
+                skip_size += nl + 1
+                stats.client_lines += 1
+                refuse_oversized()
                 pos = nl + 1
             batch_start = pos  # forwardable bytes [batch_start, pos) not yet written
             while pos < n:
@@ -378,37 +378,48 @@ def pump_client(
                     break
                 stats.client_lines += 1
                 if partial:
-                    partial += mv[pos : nl + 1]
-                    line = bytes(partial)
-                    partial.clear()
-                    v = insp.client_line(line)
-                    if v is None:
-                        send(line)
+                    if len(partial) + (nl + 1 - pos) > max_line:
+                        skip_head, skip_size = bytes(partial[:EDGE]), len(partial) + (nl + 1 - pos)
+                        partial = bytearray()
+                        refuse_oversized()
                     else:
-                        _apply(v, send, out)
+                        partial += mv[pos : nl + 1]
+                        line = bytes(partial)
+                        partial = bytearray()
+                        v = insp.client_line(line)
+                        if v is None:
+                            send(line)
+                        else:
+                            _apply(v, send, out)
                     pos = nl + 1
                     batch_start = pos
                     continue
-                line = bytes(mv[pos : nl + 1])
-                v = insp.client_line(line)
-                if v is not None:
+                if nl + 1 - pos > max_line:
                     send(mv[batch_start:pos])
-                    _apply(v, send, out)
+                    skip_head, skip_size = bytes(mv[pos : pos + EDGE]), nl + 1 - pos
+                    refuse_oversized()
                     batch_start = nl + 1
+                else:
+                    line = bytes(mv[pos : nl + 1])
+                    v = insp.client_line(line)
+                    if v is not None:
+                        send(mv[batch_start:pos])
+                        _apply(v, send, out)
+                        batch_start = nl + 1
                 pos = nl + 1
             send(mv[batch_start:pos])
             if pos < n:
                 if len(partial) + (n - pos) > max_line:
-                    # Too long to hold: forward what we have, the rest streams through.
-                    stats.oversized += 1
-                    insp.oversized("client", len(partial) + (n - pos))
-                    send(partial)
-                    partial.clear()
-                    send(mv[pos:])
-                    passthrough = True
+                    # too long to hold for a decision: refused, dropped through its newline
+                    skip_head = bytes(partial[:EDGE]) + bytes(mv[pos : pos + max(0, EDGE - len(partial))])
+                    skip_size = len(partial) + (n - pos)
+                    partial = bytearray()
                 else:
                     partial += mv[pos:]
-        if partial:  # a last line without newline: inspect it like any other
+            mv.release()
+        if skip_head is not None:
+            refuse_oversized()
+        elif partial:  # a last line without newline: the Python SDK reads it too
             line = bytes(partial)
             v = insp.client_line(line)
             if v is None:
@@ -427,78 +438,14 @@ def _apply(v: ClientVerdict, send: Callable[[bytes], None], out: Output) -> None
         out.inject(v.to_client)
 
 
-class _SeenLines:
-    """Pass-through mode: cuts forwarded server bytes into lines for the inspector.
-
-    Short lines are handed over whole; a line that outgrows SIDE_FULL is only
-    remembered by its first and last EDGE bytes and its size."""
-
-    __slots__ = ("big", "head", "insp", "side", "size", "stats", "tail")
-
-    def __init__(self, insp: Inspector, stats: RelayStats) -> None:
-        self.insp = insp
-        self.stats = stats
-        self.side = bytearray()  # copy of the current line while it is short
-        self.big = False
-        self.head = b""
-        self.tail = bytearray()
-        self.size = 0
-
-    def start_big(self, head: bytes, tail: bytes, size: int) -> None:
-        """The current line (already forwarded in part) continues as a big line."""
-        self.big, self.head, self.size = True, head, size
-        self.tail = bytearray(tail[-EDGE:])
-
-    def feed(self, buf: bytearray, n: int) -> bool:
-        """Lines in ``buf[:n]``; True when it ends inside a line."""
-        insp = self.insp
-        mv = memoryview(buf)[:n]
-        pos = 0
-        while True:
-            nl = buf.find(b"\n", pos, n)
-            if nl < 0:
-                break
-            self.stats.server_lines += 1
-            piece = mv[pos : nl + 1]
-            if self.big:
-                self.size += len(piece)
-                self.tail += piece[-EDGE:]
-                insp.server_big_line(self.head, bytes(self.tail[-EDGE:]), self.size)
-                self.big, self.head, self.size = False, b"", 0
-                self.tail.clear()
-            elif self.side:
-                self.side += piece
-                insp.server_line_seen(self.side)
-                self.side.clear()
-            else:
-                insp.server_line_seen(piece)
-            pos = nl + 1
-        if pos >= n:
-            return False
-        piece = mv[pos:]
-        side = self.side
-        if self.big:
-            self.size += len(piece)
-            self.tail += piece[-EDGE:]
-            del self.tail[:-EDGE]
-        elif len(side) + len(piece) > SIDE_FULL:
-            self.head = bytes(side[:EDGE]) + bytes(piece[: max(0, EDGE - len(side))])
-            self.size = len(side) + len(piece)
-            self.tail = bytearray(side[-EDGE:])
-            self.tail += piece[-EDGE:]
-            del self.tail[:-EDGE]
-            side.clear()
-            self.big = True
-        else:
-            side += piece
-        return True
-
-    def finish(self) -> None:
-        """End of the stream inside a line (a last line without newline)."""
-        if self.big:
-            self.insp.server_big_line(self.head, bytes(self.tail), self.size)
-        elif self.side:
-            self.insp.server_line_seen(self.side)
+_FWD, _DROP, _WRITE, _HOLD, _UNHOLD, _UNHOLD_DROP = range(6)
+_Op = tuple[int, int, int, bytes]
+"""(op, a, b, data): FWD/DROP/HOLD consume ``b - a`` bytes of the server pipe
+(``line[a:b]`` is their copy), UNHOLD/UNHOLD_DROP the same from the hold
+pipe, WRITE writes ``data``."""
+FLUSH_OPS = 16
+"""Decisions carried out in one go; a chunk of many small lines is forwarded
+in batches so the client can read while the rest is decided."""
 
 
 def pump_server(
@@ -509,95 +456,179 @@ def pump_server(
     max_line: int = MAX_LINE,
 ) -> None:
     """Server stdout → client stdout (see module docstring)."""
-    buf = bytearray(READ_SIZE)  # reused: no 1 MiB allocation (and page faults) per read
-    held = bytearray()  # held mode: the current incomplete line (not yet forwarded)
-    seen = _SeenLines(insp, stats)
-    streaming_line = False  # a line whose first bytes were already forwarded
+    # One buffer: the unfinished line stays at its start and the next read lands
+    # right behind it, so a complete line is always contiguous without copying.
+    # It grows with a long line (up to max_line plus one read) and shrinks after.
+    line = bytearray(2 * READ_SIZE)
+    fill = 0  # line[0:fill]: the unfinished line (not yet forwarded)
+    held = False  # line[0:fill] also waits in the hold pipe (splice mode)
+    skip_head: bytes | None = None  # inside an oversized line: its head, dropped until newline
+    skip_size = 0
     sp = _Splicer.open(out.fd)
     try:
         while True:
+            if fill + READ_SIZE > len(line):
+                line.extend(bytes(min(len(line), max_line + READ_SIZE - len(line))))
+            elif fill <= READ_SIZE < len(line) // 4:
+                del line[2 * READ_SIZE :]  # a long line is gone: give the memory back
+            dst = memoryview(line)[fill : fill + READ_SIZE]
             try:
-                # tee waits for data like read, so the hold check below still
-                # happens after the bytes arrived (never before a tools/list
-                # request the client pump noted meanwhile)
-                n = tee(src, sp.side_w, READ_SIZE) if sp is not None else os.readv(src, [buf])
+                if sp is not None:
+                    n = tee(src, sp.side_w, READ_SIZE)
+                    if n:
+                        sp.read_side(dst, n)  # the copy; the original is still in src
+                else:
+                    n = os.readv(src, [dst])
             except OSError as e:
                 if e.errno == errno.EINTR:
                     continue
                 if sp is not None and e.errno == errno.EINVAL:
+                    _drop_hold(sp, fill if held else 0)
                     sp.close()
-                    sp = None
+                    sp, held = None, False
                     continue
                 break
+            finally:
+                dst.release()
             if not n:
                 break
             stats.server_bytes += n
-            passthrough = not held and (streaming_line or not insp.server_hold_needed())
-            if sp is not None:
-                if passthrough and out.splice_from(src, n, sp.discard):
-                    # the client already has these bytes; look at them piecewise
-                    # through a cache-sized window of buf
-                    left = n
-                    while left:
-                        m = sp.read_some(buf, min(left, SCAN_PIECE))
-                        left -= m
-                        streaming_line = seen.feed(buf, m)
-                    out.end_chunk(buf[m - 1])
-                    continue
-                sp.discard(src, n)
-                sp.read_side(buf, n)
-                if passthrough:  # stdout refused splice: read+write from now on
-                    sp.close()
-                    sp = None
-            if passthrough:
-                out.stream(memoryview(buf)[:n])
-                streaming_line = seen.feed(buf, n)
-                continue
-            # ---- held mode: whole lines first, then forward (maybe rewritten)
-            mv = memoryview(buf)[:n]
-            pos = 0
-            out_batch_start = 0
-            while pos < n:
-                nl = buf.find(b"\n", pos, n)
+            total = fill + n
+            # ---- decide on every complete line, then move the bytes accordingly
+            ops: list[_Op] = []
+            splice_ok = True
+            pos = fill  # the carried part holds no newline
+            start = 0
+            if skip_head is not None:
+                nl = line.find(b"\n", 0, total)
+                if nl < 0:
+                    skip_size += n
+                    ops.append((_DROP, 0, n, b""))
+                    pos = start = total
+                else:
+                    skip_size += nl + 1
+                    stats.server_lines += 1
+                    stats.oversized += 1
+                    ops.append((_DROP, 0, nl + 1, b""))
+                    ops.append((_WRITE, 0, 0, insp.server_oversized(skip_head, skip_size)))
+                    skip_head = None
+                    pos = start = nl + 1
+            while pos < total:
+                nl = line.find(b"\n", pos, total)
                 if nl < 0:
                     break
+                end = nl + 1
                 stats.server_lines += 1
-                if held:
-                    held += mv[pos : nl + 1]
-                    line = bytes(held)
-                    held.clear()
-                    rep = insp.server_line(line)
-                    out.stream(line if rep is None else rep)
-                    pos = nl + 1
-                    out_batch_start = pos
-                    continue
-                rep = insp.server_line(bytes(mv[pos : nl + 1]))
-                if rep is not None:
-                    out.stream(mv[out_batch_start:pos])
-                    out.stream(rep)
-                    out_batch_start = nl + 1
-                pos = nl + 1
-            out.stream(mv[out_batch_start:pos])
-            if pos < n:
-                if len(held) + (n - pos) > max_line:
+                carried = fill if start == 0 else 0  # bytes of this line from earlier chunks
+                if end - start > max_line:
                     stats.oversized += 1
-                    insp.oversized("server", len(held) + (n - pos))
-                    out.stream(held)
-                    out.stream(mv[pos:])
-                    # the rest of this line streams through, checked by its edges
-                    seen.start_big(bytes(held[:EDGE]), bytes(held[-EDGE:]) + bytes(mv[pos:][-EDGE:]),
-                                   len(held) + (n - pos))
-                    held.clear()
-                    streaming_line = True
+                    rep: bytes | None = insp.server_oversized(bytes(line[start : start + EDGE]), end - start)
                 else:
-                    held += mv[pos:]
-        if held:
-            rep = insp.server_line(bytes(held))
-            out.stream(bytes(held) if rep is None else rep)
-        else:
-            seen.finish()
+                    rep = insp.server_line(line, start, end)
+                if carried and held:
+                    if rep is None:
+                        ops.append((_UNHOLD, 0, carried, b""))
+                    else:
+                        ops.append((_UNHOLD_DROP, 0, carried, b""))
+                if rep is None and (not carried or held):
+                    ops.append((_FWD, start + carried, end, b""))
+                else:
+                    ops.append((_DROP, start + carried, end, b""))
+                    ops.append((_WRITE, 0, 0, bytes(line[start:end]) if rep is None else rep))
+                start = pos = end
+                if carried:
+                    fill, held = 0, False
+                if len(ops) >= FLUSH_OPS:  # let the client read while the rest is decided
+                    splice_ok = _move(ops, src, out, line, sp, splice_ok)
+                    ops = []
+            if start < total:  # an unfinished line: wait for the rest of it
+                carried = fill if start == 0 else 0
+                k = total - start - carried  # its new bytes, now in src
+                if total - start > max_line:
+                    if carried and held:
+                        ops.append((_UNHOLD_DROP, 0, carried, b""))
+                    ops.append((_DROP, start + carried, total, b""))
+                    skip_head = bytes(line[start : start + EDGE])
+                    skip_size = total - start
+                    fill, held = 0, False
+                else:
+                    if sp is not None and (held or not carried) and carried + k <= sp.hold_cap:
+                        ops.append((_HOLD, start + carried, total, b""))
+                        held = True
+                    else:
+                        if carried and held:
+                            ops.append((_UNHOLD_DROP, 0, carried, b""))
+                        ops.append((_DROP, start + carried, total, b""))
+                        held = False
+                    fill = total - start
+            else:
+                fill, held = 0, False
+            splice_ok = _move(ops, src, out, line, sp, splice_ok)
+            if fill and start:  # the unfinished line to the front (after the writes above)
+                line[0:fill] = line[start : start + fill]
+            if not splice_ok:
+                assert sp is not None
+                _drop_hold(sp, fill if held else 0)  # the copy in ``line`` goes out by write
+                sp.close()  # stdout refused splice: read+write from now on
+                sp, held = None, False
+        if skip_head is not None:
+            stats.oversized += 1
+            out.stream(insp.server_oversized(skip_head, skip_size))
+        elif fill:  # a last line without newline: decided like any other
+            rep = insp.server_line(line, 0, fill)
+            if rep is None and held and sp is not None:
+                _move([(_UNHOLD, 0, fill, b"")], src, out, line, sp, True)
+                out.mid_line = True
+            else:
+                out.stream(bytes(line[:fill]) if rep is None else rep)
     finally:
         if sp is not None:
             sp.close()
         stats.server_gone = True
         out.finish()
+
+
+def _drop_hold(sp: _Splicer, n: int) -> None:
+    if n:
+        sp.discard(sp.hold_r, n)
+
+
+def _move(ops: list[_Op], src: int, out: Output, line: bytearray, sp: _Splicer | None, splice_ok: bool) -> bool:
+    """Carry out decisions on one chunk, in order; False once stdout refused splice
+    (the bytes then go out by write)."""
+    with out.atomic():
+        return _move_locked(ops, src, out, line, sp, splice_ok)
+
+
+def _move_locked(ops: list[_Op], src: int, out: Output, line: bytearray, sp: _Splicer | None,
+                 splice_ok: bool) -> bool:
+    i, count = 0, len(ops)
+    while i < count:
+        op, a, b, data = ops[i]
+        i += 1
+        if op == _WRITE:
+            if data:
+                out.stream(data)
+            continue
+        while i < count and ops[i][0] == op and ops[i][1] == b and op in (_FWD, _DROP):  # adjacent ranges
+            b = ops[i][2]
+            i += 1
+        if sp is None:
+            if op == _FWD:
+                out.stream(memoryview(line)[a:b])
+        elif op == _DROP:
+            sp.discard(src, b - a)
+        elif op == _HOLD:
+            sp.hold(src, b - a)
+        elif op == _UNHOLD_DROP:
+            sp.discard(sp.hold_r, b - a)
+        elif op == _UNHOLD:
+            if not (splice_ok and out.splice_from(sp.hold_r, b - a, sp.discard)):
+                splice_ok = False
+                sp.discard(sp.hold_r, b - a)
+                out.stream(memoryview(line)[a:b])
+        elif not (splice_ok and out.splice_from(src, b - a, sp.discard)):
+            splice_ok = False
+            sp.discard(src, b - a)
+            out.stream(memoryview(line)[a:b])
+    return splice_ok

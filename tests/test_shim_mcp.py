@@ -80,8 +80,8 @@ async def test_everything_server_lists_and_calls_through_shim(daemon: DaemonProc
         assert r.content[0].text == "Echo: through the shim"
         r = await s.call_tool("get-sum", {"a": 2, "b": 3})
         assert "5" in r.content[0].text
-        shims = d.ctl("status", "--json", check=True)
-        assert "server-everything" in shims.stdout
+        shims = d.ctl("status", "--json")  # exit 1 = "degraded": this daemon runs without BPF/proxy
+        assert shims.returncode in (0, 1) and "server-everything" in shims.stdout
     seen = d.wait_event("mcp_tool_seen", lambda e: e["tool_name"] == "echo")
     assert seen["server_id"] == "server-everything" and seen["source"] == "shim"
     called = d.wait_event("mcp_tool_called", lambda e: e["tool_name"] == "get-sum")
