@@ -531,7 +531,9 @@ class ShimExited(Event):
 
 
 class ProtocolError(Event):
-    """Malformed JSON-RPC / SSE seen and forwarded unchanged (sampled, with counts)."""
+    """Messages a layer could not parse and decide, and therefore refused (never
+    forwarded): the shim answers with a JSON-RPC error, the proxy with an
+    error in the provider's shape. Reported in batches, with counts."""
 
     type: Literal["protocol_error"] = "protocol_error"
     layer: Literal["shim", "proxy"]
