@@ -65,10 +65,16 @@ def test_selftest_passes_on_every_layer_of_a_healthy_daemon(daemon_factory: Any,
     for layer in ("shim", "proxy", "proxy (streaming)", "bpf"):
         assert layers[layer]["status"] == "pass", layers[layer]
     assert "EPERM" in layers["bpf"]["detail"]
-    assert layers["hooks"]["status"] == "not checked"
+    # the real hook command: the canary tool denied through the daemon, and a canary exfiltration
+    assert layers["hooks"]["status"] == "pass", layers["hooks"]
+    assert layers["hooks (data flow)"]["status"] == "pass", layers["hooks (data flow)"]
     acts = [e for e in d.events("admin_action") if e["action"] == "selftest"]
     assert [a["detail"]["phase"] for a in acts] == ["begin", "end"]
-    assert sorted(map(tuple, acts[1]["detail"]["decisions"])) == [("proxy", "block"), ("proxy", "block"), ("shim", "block")]
+    assert sorted(map(tuple, acts[1]["detail"]["decisions"])) == [
+        ("hook", "block"), ("proxy", "block"), ("proxy", "block"), ("shim", "block")
+    ]
+    # a selftest's hook session is not hook coverage
+    assert not json.loads(d.ctl("status", "--json").stdout)["security_coverage"]["hooks_active"]
     # the canaries are gone afterwards
     st = json.loads(d.ctl("status", "--json").stdout)
     assert not any(s.startswith("agentsh-selftest-") for s in st["bpf"].get("watched_servers") or {})
@@ -82,6 +88,7 @@ def test_selftest_fails_naming_the_layers_when_nothing_is_enforced(daemon_factor
     assert layers["shim"]["status"] == "FAIL" and "answered as allowed" in layers["shim"]["detail"]
     assert layers["proxy"]["status"] == "FAIL" and "reached the client" in layers["proxy"]["detail"]
     assert layers["bpf"]["status"] == "FAIL" and "NOT blocked" in layers["bpf"]["detail"]
+    assert layers["hooks"]["status"] == "FAIL" and "answered 'allow'" in layers["hooks"]["detail"]
 
 
 def test_selftest_needs_the_admin_socket(daemon_factory: Any, place: tuple[str, str]) -> None:

@@ -205,7 +205,7 @@ def check_kernel() -> list[Check]:
 
 
 def check_daemon(socket_path: str | None) -> list[Check]:
-    from agentsh.agent.client import ControlError, DaemonUnavailable, call
+    from agentsh.agent.sockets import ControlError, DaemonUnavailable, call
 
     try:
         st = call(socket_path, "GET", "/v1/status")
@@ -261,11 +261,47 @@ def check_compile() -> Check:
         shutil.rmtree(pin, ignore_errors=True)
 
 
+def check_coverage(socket_path: str | None) -> list[Check]:
+    """The "Security Coverage" section (FR-080/081): are agent hooks installed,
+    and does the daemon see them (coverage ``full``) or only the MCP layers
+    (``proxy_only``)?"""
+    from agentsh.agent.ctl.hook import NUDGE, settings_path, status_report
+
+    install = "agentshctl hook install --agent claude-code"
+    rep = status_report(socket_path, {"project": settings_path("project"), "user": settings_path("user")})
+    where = [f"{f['scope']} ({f['path']})" for f in rep["settings"] if f["installed"]]
+    problems = [p for f in rep["settings"] for p in f["problems"]]
+    out = []
+    if problems:
+        out.append(Check("hooks", "warn", "claude-code hooks installed but broken: " + "; ".join(problems),
+                         f"run `{install}` again"))
+    elif where:
+        out.append(Check("hooks", "ok", "claude-code hooks installed in " + ", ".join(where)))
+    else:
+        out.append(Check("hooks", "warn", "no agent hooks installed (project or user settings of claude-code)",
+                         f"{NUDGE} Run `{install}` to enable."))
+    if not rep["daemon_reachable"]:
+        return out  # the daemon check above says why
+    cov = rep["coverage"]
+    if cov.get("hooks_enabled") is False:
+        out.append(Check("security coverage", "warn", "proxy_only: agent hooks disabled by policy "
+                         "(flow.hooks.enabled: false)", "set flow.hooks.enabled: true"))
+    elif cov.get("level") == "full":
+        out.append(Check("security coverage", "ok", f"full: hooks active (claude-code), "
+                         f"{cov.get('hook_sessions', 0)} hook session(s)"))
+    else:
+        out.append(Check("security coverage", "warn", "proxy_only: no hook evaluations seen by the daemon "
+                         "recently (flow detection is limited to MCP-proxied tool calls)",
+                         f"{NUDGE} Run `{install}` to enable."))
+    return out
+
+
 def run_checks(socket_path: str | None, compile_test: bool) -> list[Check]:
     checks = [check_caps(), check_bcc(), check_headers(), *check_mounts(), *check_kernel()]
     if compile_test:
         checks.append(check_compile())
     checks.extend(check_daemon(socket_path))
+    checks.extend(check_coverage(socket_path))
     return checks
 
 
@@ -280,6 +316,8 @@ def doctor(ctx: click.Context, compile_test: bool, as_json: bool) -> None:
         print_json([c.to_json() for c in checks])
     else:
         for c in checks:
+            if c.name == "hooks":
+                click.echo("Security Coverage")
             click.echo(f"{c.status:>4}  {c.name}: {c.detail}")
             if c.fix and c.status != "ok":
                 click.echo(f"      fix: {c.fix}")

@@ -67,6 +67,12 @@ def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> Decisio
     truncated = d.get("arguments_truncated")
     if truncated is not None and not isinstance(truncated, bool):
         raise BadInput(f"{where}arguments_truncated must be a boolean")
+    flow_session = d.get("flow_session")  # data-flow step (agent/mcp/decision.py step 8)
+    if flow_session is not None and (not isinstance(flow_session, str) or not 0 < len(flow_session) <= 256):
+        raise BadInput(f"{where}flow_session must be a string of 1-256 characters or null")
+    for k in ("can_ask", "flow_check"):
+        if not isinstance(d.get(k, False), bool):
+            raise BadInput(f"{where}{k} must be a boolean")
     if peer is not None and peer.uid != 0:
         pid = peer.pid
     return DecisionRequest(
@@ -83,6 +89,9 @@ def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> Decisio
         emit=emit,
         arguments_truncated=truncated,
         uid=peer.uid if peer is not None else None,
+        flow_session=flow_session,
+        can_ask=d.get("can_ask", False),
+        flow_check=d.get("flow_check", False),
     )
 
 

@@ -30,6 +30,7 @@ from agentsh.agent.daemon import api_mcp, selftest, spool_ingest
 from agentsh.agent.daemon.api import build_app, core_routes, shim_gone
 from agentsh.agent.daemon.channel import AgentChannel
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
+from agentsh.agent.daemon.hooks import HookService, write_hooks_conf
 from agentsh.agent.daemon.intake import admit, hand_in
 from agentsh.agent.daemon.peercred import ConnectionGuard, GuardedProtocol, Role, raise_fd_limit
 from agentsh.agent.daemon.sdnotify import Notifier
@@ -37,6 +38,7 @@ from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor, reclaim_stale
 from agentsh.agent.events.models import DaemonStarted, DaemonStopping, PolicyLoaded, PolicyRejected
 from agentsh.agent.events.writer import EventWriter
+from agentsh.agent.flow.engine import FlowEngine
 from agentsh.agent.mcp.service import MCPService
 from agentsh.agent.netmon.api import routes as bpf_routes
 from agentsh.agent.policy.loader import LoadedPolicy
@@ -151,11 +153,16 @@ class Daemon:
             )
         writer.emit(PolicyLoaded(hash=lp.hash, files=lp.files, trigger="start"))
 
-        ctx.mcp = MCPService(ctx.store.policy, ctx.paths.state_dir, ctx.events.emit)
+        # one flow engine for every layer (docs/flow.md), step 8 of the decision pipeline
+        ctx.mcp = MCPService(
+            ctx.store.policy, ctx.paths.state_dir, ctx.events.emit, flow=FlowEngine(ctx.store.policy)
+        )
+        ctx.hooks = HookService(ctx)
         ctx.selftests = selftest.Selftests(ctx)
         routes = core_routes(ctx) + api_mcp.routes(ctx) + bpf_routes(ctx) + selftest.routes(ctx)
         self._prepare_spool(ctx)
         await self._start_sockets(ctx, routes)
+        write_hooks_conf(ctx.paths.socket, ctx.store.policy.flow.hooks.fail_open)  # beside the sockets
 
         if not self._stop.is_set():
             await self._start_netmon(ctx)
@@ -284,7 +291,8 @@ class Daemon:
         # rotation, fsync and queue settings apply at once; the path needs a restart
         ctx.events.reconfigure(lp.policy.events.model_copy(update={"path": str(ctx.paths.events_path)}))
         if ctx.mcp is not None:
-            ctx.mcp.update_policy(lp.policy)
+            ctx.mcp.update_policy(lp.policy)  # and its flow engine
+        write_hooks_conf(ctx.paths.socket, lp.policy.flow.hooks.fail_open)
         if ctx.netmon is not None:
             await ctx.netmon.update_policy(lp.policy)
         ctx.shims.heartbeat_timeout = lp.policy.daemon.shim_heartbeat_timeout_seconds
@@ -406,6 +414,8 @@ class Daemon:
                 for s in ctx.shims.expire():
                     shim_gone(ctx, s, "daemon")
                 ctx.selftests.expire()
+                if ctx.hooks is not None:
+                    ctx.hooks.expire()  # flow sessions idle past the timeout → flow_summary
             except Exception:
                 log.exception("housekeeping failed")
             await asyncio.sleep(2.0)
@@ -428,6 +438,9 @@ class Daemon:
         ctx.stopping = True
         self.notifier.stopping()
         log.info("stopping (%s)", self._stop_reason)
+        if ctx.hooks is not None:  # flow state is not kept across restarts: summarise it
+            with contextlib.suppress(Exception):
+                ctx.hooks.expire(everything=True)
         ctx.events.emit(
             DaemonStopping(reason=self._stop_reason, uptime_seconds=round(time.time() - ctx.started_at, 3))
         )

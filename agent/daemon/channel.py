@@ -16,11 +16,16 @@ which therefore never depend on group membership to reach their parent::
     → {"id": 10, "op": "snapshot", "since": "12:ab.."}
     ← {"id": 10, "snapshot": {...}} | {"id": 10, "unchanged": true, "version": "12:ab.."}
     → {"id": 11, "op": "report", "state": {...}}   (children only: readiness, health)
-    ← {"id": 12, "error": "..."}
+    → {"id": 12, "op": "hook", "agent": "claude-code", "payload": {<hook JSON>}}
+    ← {"id": 12, "decision": "deny", "reason": "agentsh data-flow policy: ...", "risk_level": ..., "activity_id": ...}
+    → {"id": 13, "op": "flow_record", "tool_name": ..., "server_id": ..., "content": ..., "source": "shim"}
+    ← {"id": 13, "recorded": true, "session": "...", "sensitive": [...]}
+    ← {"id": 14, "error": "..."}
 
 ``op`` defaults to ``decide``. Decisions are answered inline and in order;
-``events`` is answered when the events are in the log, possibly after later
-requests (clients match answers by id).
+``events``, ``hook`` (agent hooks, agent/daemon/hooks.py) and ``flow_record``
+(a tool result as a data origin, docs/flow.md "Modes") are answered when done,
+possibly after later requests (clients match answers by id).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import orjson
 import psutil
 
 from agentsh.agent.daemon.api_mcp import parse_decision_request
+from agentsh.agent.daemon.hooks import THREAD_BYTES
 from agentsh.agent.daemon.intake import MAX_EVENTS_PER_BATCH, admit, hand_in
 from agentsh.agent.daemon.jsonhttp import BadInput
 from agentsh.agent.daemon.peercred import ConnectionGuard
@@ -158,8 +164,16 @@ class AgentChannel:
                         res = {"id": rid, "decision": decide(
                             parse_decision_request(d, peer=peer if peer.role == "agent" else None)
                         ).to_json()}
-                    elif op == "events":
-                        t = asyncio.get_running_loop().create_task(self._events(writer, rid, d, peer))
+                    elif op == "flow_record" and len(line) <= THREAD_BYTES and self.ctx.hooks is not None:
+                        # small records inline: a record then a decision on one connection stay in order
+                        res = {"id": rid, **self.ctx.hooks.record_now(d, peer)}
+                    elif op in ("events", "hook", "flow_record"):
+                        if op == "events":
+                            coro = self._events(writer, rid, d, peer)
+                        else:
+                            dl = deadline if isinstance(deadline, int | float) else None
+                            coro = self._flow_op(writer, rid, op, d, peer, len(line), dl)
+                        t = asyncio.get_running_loop().create_task(coro)
                         tasks.add(t)
                         t.add_done_callback(tasks.discard)
                         continue
@@ -204,6 +218,32 @@ class AgentChannel:
             ctx.supervisor.report(peer.component, state)
             return {"ok": True}
         raise BadInput(f"unknown op {op!r}")
+
+    async def _flow_op(
+        self,
+        writer: asyncio.StreamWriter,
+        rid: Any,
+        op: str,
+        d: dict[str, Any],
+        peer: ChannelPeer,
+        size: int,
+        deadline: float | None,
+    ) -> None:
+        hooks = self.ctx.hooks
+        try:
+            if hooks is None:
+                raise BadInput(f"{op}: not available")
+            if op == "hook":
+                res = {"id": rid, **await hooks.handle(d, peer, size, deadline)}
+            else:
+                res = {"id": rid, **await hooks.record(d, peer, size)}
+        except BadInput as e:
+            res = {"id": rid, "error": str(e)}
+        except Exception as e:
+            log.exception("channel %s failed", op)
+            res = {"id": rid, "error": f"internal error: {e.__class__.__name__}"}
+        with contextlib.suppress(Exception):
+            writer.write(orjson.dumps(res, default=str) + b"\n")
 
     async def _events(self, writer: asyncio.StreamWriter, rid: Any, d: dict[str, Any], peer: ChannelPeer) -> None:
         items = d.get("events")

@@ -62,3 +62,5 @@ class DaemonContext:
     user_spools_add: Callable[[int, str], None] | None = None
     selftests: Any = None
     """agentsh.agent.daemon.selftest.Selftests: active selftest canaries."""
+    hooks: Any = None
+    """agentsh.agent.daemon.hooks.HookService: agent hooks and flow records."""

@@ -6,8 +6,10 @@ every layer the policy enables is up, deciding with the daemon, and losing
 nothing. Anything else is a one-line reason and the daemon is degraded:
 
 * a layer the policy turns off (``proxy.mode: disabled``, ``network.enabled:
-  false`` or ``blocking: false``, ``mcp.inspection.enabled: false``) or
+  false`` or ``blocking: false``, ``mcp.inspection.enabled: false``,
+  ``flow.flow_tracking.enabled: false``, ``flow.hooks.enabled: false``) or
   ``mcp.enforce_policy: false`` (decisions reported, nothing blocked);
+* agent hook evaluations that failed in the daemon, recently;
 * a component not running or not ready (``starting`` while it starts), one
   that failed (with the one-line error it gave), one that stopped reporting;
 * the LLM proxy or a shim deciding offline (daemon not answering them) or
@@ -68,6 +70,10 @@ def _policy_reasons(policy: Any) -> list[str]:
         out.append("BPF network layer does not block (network.blocking: false)")
     if not policy.mcp.inspection.enabled:
         out.append("MCP tool definition inspection disabled (mcp.inspection.enabled: false)")
+    if not policy.flow.flow_tracking.enabled:
+        out.append("data-flow tracking disabled (flow.flow_tracking.enabled: false)")
+    if not policy.flow.hooks.enabled:
+        out.append("agent hooks answered allow without evaluation (flow.hooks.enabled: false)")
     return out
 
 
@@ -158,6 +164,12 @@ def assess(ctx: Any, bpf: dict[str, Any]) -> list[str]:
                 f"shim {s['server_id']} (pid {s['pid']}) decided {s['offline_decisions']} calls offline "
                 f"and spooled {s['spooled']} events recently"
             )
+    hooks = getattr(ctx, "hooks", None)
+    if hooks is not None and hooks.last_error_at is not None and now - hooks.last_error_at < RECENT_SECONDS:
+        reasons.append(
+            f"agent hook evaluations failed recently ({hooks.counts['errors']} since start; "
+            f"the hooks failed open or closed per flow.hooks.fail_open): {hooks.last_error}"
+        )
     waiting = _spool_waiting(ctx, now)
     if waiting:
         reasons.append(f"{waiting} spooled event file(s) waiting to be ingested")

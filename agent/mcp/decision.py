@@ -21,9 +21,20 @@ Order (seeds 000/003; first block wins):
    <category> (<severity>)``
 7. allow
 
+8. data flow (docs/flow.md "Modes"; the daemon's one ``FlowEngine``): for a
+   call that carries arguments (or a ``flow_check`` from a hook or the proxy,
+   for any tool name, MCP or not), in the call's flow session: a ``deny``
+   verdict → ``agentsh data-flow policy: <flow reason>``; ``ask`` is returned
+   in ``Decision.flow`` for a caller that can ask (a hook) and degrades to
+   ``warn`` for one that cannot (shim, proxy); ``warn`` allows with an alert.
+   A name that is not an MCP tool (no registry entry, no ``mcp__`` prefix, no
+   server) gets this step only: ``fail_closed`` is about MCP tools.
+
 ``mcp.enforce_policy: false`` turns every block into an allow whose reason is
-``would block: <reason>``. Steps 2-3 depend only on (server, tool, hash) and the
-policy, so their result is cached per policy version.
+``would block: <reason>`` (and an ``ask`` into ``would ask: <reason>``). Steps
+2-3 depend only on (server, tool, hash) and the policy, so their result is
+cached per policy version. Hooks do not take rate-limit tokens: the call is
+counted where it is made (the shim, the proxy).
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -42,6 +54,9 @@ from agentsh.agent.mcp.types import Decision, DecisionRequest
 from agentsh.agent.policy.globs import glob_match
 from agentsh.agent.policy.schema import SEVERITY_RANK, MCPConfig, MCPToolRule, Policy
 
+if TYPE_CHECKING:  # the shim and the proxy decide offline without the flow engine
+    from agentsh.agent.flow.engine import FlowEngine
+
 log = logging.getLogger(__name__)
 
 R_SERVER_DENIED = "server denied"
@@ -51,6 +66,11 @@ R_TOOL_NOT_ALLOWED = "tool not in allowlist"
 R_UNKNOWN_FAIL_CLOSED = "unknown tool, fail closed"
 R_SELFTEST = "selftest canary (agentshctl selftest)"
 WOULD_BLOCK = "would block: "
+WOULD_ASK = "would ask: "
+FLOW_PREFIX = "agentsh data-flow policy: "
+_FLOW_LAYER = {"hook": "hook", "proxy": "proxy", "shim": "mcp", "test": "mcp"}
+_PPID_TTL = 60.0
+_ppid_cache: dict[int, tuple[float, int | None]] = {}
 _STATIC_CACHE_MAX = 65536
 _DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
 
@@ -81,6 +101,49 @@ def _norm_hash(h: str | None) -> str | None:
         return None
     h = h.strip().lower()
     return h if h.startswith("sha256:") else "sha256:" + h
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid`` (/proc), cached for a minute."""
+    now = time.monotonic()
+    hit = _ppid_cache.get(pid)
+    if hit is not None and now - hit[0] < _PPID_TTL:
+        return hit[1]
+    ppid: int | None = None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        ppid = int(stat[stat.rindex(b")") + 2 :].split(None, 2)[1])
+    except (OSError, ValueError, IndexError):
+        ppid = None
+    if len(_ppid_cache) >= 4096:
+        _ppid_cache.clear()
+    _ppid_cache[pid] = (now, ppid if ppid and ppid > 1 else None)
+    return _ppid_cache[pid][1]
+
+
+def flow_session_key(req: DecisionRequest) -> str:
+    """The flow session a call or a recorded result belongs to (docs/flow.md
+    "Sessions"): the caller's ``flow_session`` (a hook's or the agent's
+    session id), else its ``session_id`` (the shim's ``AGENTSH_SESSION_ID``),
+    else, for a shim, the agent process that started it — every stdio MCP
+    server of one agent is a child of that agent, so a read on one server and
+    a post on another meet in one session — else the shim process itself."""
+    if req.flow_session:
+        return req.flow_session
+    if req.session_id:
+        return req.session_id
+    uid = req.uid if req.uid is not None else 0
+    if req.source == "shim":
+        if req.pid:
+            parent = _parent_of(req.pid)
+            return f"agent:{uid}:{parent}" if parent else f"shim:{uid}:{req.pid}"
+        return f"shim:{uid}:{req.server_id or '-'}"
+    return f"{req.source}:{uid}:unscoped"
+
+
+def _mcp_shaped(req: DecisionRequest) -> bool:
+    return req.server_id is not None or req.tool_name.startswith("mcp__")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +242,12 @@ class DecisionEngine:
         policy: Policy,
         emit: Callable[[Event], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        flow: FlowEngine | None = None,
     ) -> None:
         self.registry = registry
         self._emit = emit
+        self.flow = flow
+        """The daemon's flow engine (None: no flow step, e.g. offline deciders)."""
         self.ratelimiter = RateLimiter(policy.mcp.rate_limits, clock)
         self.counts: dict[str, int] = {
             "allow": 0,
@@ -189,6 +255,10 @@ class DecisionEngine:
             "would_block": 0,
             "unknown": 0,
             "emit_failed": 0,
+            "flow_checks": 0,
+            "flow_deny": 0,
+            "flow_ask": 0,
+            "flow_warn": 0,
         }
         self._c = _Compiled(policy.mcp)
         self.canaries: dict[tuple[str, str], float] = {}
@@ -218,6 +288,8 @@ class DecisionEngine:
         else:
             cands = self.registry.resolve(req.tool_name)
         if not cands:
+            if req.flow_check and not _mcp_shaped(req):
+                return self._flow_only(req, c)
             return self._unknown(req, c)
         alerts: list[str] = []
         if self.canaries:
@@ -229,7 +301,12 @@ class DecisionEngine:
         if len(cands) == 1:
             e = cands[0]
             reason = c.static(e.server_id, e.tool_name, e.hash)
-            if reason is None and c.rate_limits and not self.ratelimiter.take(e.server_id):
+            if (
+                reason is None
+                and c.rate_limits
+                and req.source != "hook"
+                and not self.ratelimiter.take(e.server_id)
+            ):
                 reason = r_rate_limited(e.server_id)
             if reason is None:
                 reason = c.definition(e, alerts)
@@ -242,7 +319,7 @@ class DecisionEngine:
             if reason is not None:
                 chosen = e
                 break
-        if reason is None and c.rate_limits:
+        if reason is None and c.rate_limits and req.source != "hook":
             sids = tuple(dict.fromkeys(e.server_id for e in cands))
             empty = self.ratelimiter.take_all(sids)
             if empty is not None:
@@ -293,7 +370,11 @@ class DecisionEngine:
             known=False,
             tool_name=req.tool_name,
         )
+        if reason is None:
+            reason = self._flow_step(req, c, d, req.server_id, req.tool_name)
         self._apply(d, c, reason)
+        if not d.reason and d.alerts:
+            d.reason = "; ".join(d.alerts)
         if req.emit and (req.source == "shim" or (req.source == "proxy" and d.reason)):
             self._send(req, d)
         return d
@@ -318,12 +399,72 @@ class DecisionEngine:
             tool_name=e.tool_name,
             alerts=alerts,
         )
+        if reason is None:
+            reason = self._flow_step(req, c, d, e.server_id, e.tool_name)
         self._apply(d, c, reason)
         if not d.reason and alerts:
             d.reason = "; ".join(alerts)
         if req.emit and req.source in ("shim", "proxy"):
             self._send(req, d)
         return d
+
+    def _flow_only(self, req: DecisionRequest, c: _Compiled) -> Decision:
+        """A flow check of a tool that is not an MCP tool (Read, WebFetch, Bash …)."""
+        d = Decision(action="allow", known=False, tool_name=req.tool_name)
+        reason = self._flow_step(req, c, d, None, req.tool_name)
+        self._apply(d, c, reason)
+        if not d.reason and d.alerts:
+            d.reason = "; ".join(d.alerts)
+        if req.emit and req.source == "proxy" and d.reason:
+            self._send(req, d)
+        return d
+
+    def _flow_step(
+        self, req: DecisionRequest, c: _Compiled, d: Decision, server_id: str | None, tool: str
+    ) -> str | None:
+        """Step 8: the flow verdict on ``d`` (``d.flow``, alerts); the block
+        reason when the flow policy denies."""
+        fe = self.flow
+        if fe is None or not fe.enabled or (req.arguments is None and not req.flow_check):
+            return None
+        try:
+            key = flow_session_key(req)
+            if req.source == "shim":
+                # an MCP session driven by a hook-enabled agent joins its hook session (FR-031)
+                scope = str(req.uid) if req.uid is not None else ""
+                fe.correlate(key, tool, req.arguments, scope=scope)
+            v = fe.check(
+                key,
+                tool,
+                server_id,
+                req.arguments,
+                can_ask=req.can_ask,
+                source=_FLOW_LAYER.get(req.source, "mcp"),  # type: ignore[arg-type]
+            )
+        except Exception:  # a flow-tracker bug must not take the MCP decision down
+            log.exception("flow check failed for tool %r", tool)
+            return None
+        self.counts["flow_checks"] += 1
+        info = v.to_json()
+        info["action"] = v.action
+        d.flow = info
+        if v.action == "allow":
+            return None
+        why = v.reason or f"{v.flow_type or 'flow'} ({v.risk_level})"
+        if v.action == "deny":
+            self.counts["flow_deny"] += 1
+            return FLOW_PREFIX + why
+        if v.action == "ask":
+            self.counts["flow_ask"] += 1
+            if not c.enforce:
+                info["action"] = "allow"
+                d.alerts.append(WOULD_ASK + FLOW_PREFIX + why)
+            else:
+                d.alerts.append(FLOW_PREFIX + "ask: " + why)
+            return None
+        self.counts["flow_warn"] += 1
+        d.alerts.append(FLOW_PREFIX + "warn: " + why)
+        return None
 
     def _apply(self, d: Decision, c: _Compiled, reason: str | None) -> None:
         if reason is None:
@@ -361,6 +502,7 @@ class DecisionEngine:
                     tool_hash=d.tool_hash,
                     action=d.action,
                     reason=d.reason or None,
+                    **_flow_fields(d),
                 )
             else:
                 ev = MCPToolCalled(
@@ -377,6 +519,7 @@ class DecisionEngine:
                     reason=d.reason or None,
                     server_type=d.server_type,
                     tool_hash=d.tool_hash or None,
+                    **_flow_fields(d),
                 )
             if not self._emit(ev):
                 self.counts["emit_failed"] += 1
@@ -386,3 +529,16 @@ class DecisionEngine:
 
     def stats(self) -> dict[str, int]:
         return dict(self.counts)
+
+
+def _flow_fields(d: Decision) -> dict[str, Any]:
+    """The flow verdict's fields for a decision event (only when a flow was seen)."""
+    f = d.flow
+    if not f or (f.get("flow_type") is None and f.get("action") == "allow"):
+        return {}
+    return {
+        "flow_type": f.get("flow_type"),
+        "risk_level": f.get("risk_level"),
+        "flow_decision": f.get("action"),
+        "coverage": f.get("coverage"),
+    }

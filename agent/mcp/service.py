@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.events.models import (
     Event,
@@ -31,6 +31,9 @@ from agentsh.agent.mcp.hashing import canonical_json
 from agentsh.agent.mcp.registry import ToolEntry, ToolRegistry
 from agentsh.agent.mcp.types import Decision, DecisionRequest
 from agentsh.agent.policy.schema import SEVERITY_RANK, DetectionConfig, Policy
+
+if TYPE_CHECKING:
+    from agentsh.agent.flow.engine import FlowEngine
 
 log = logging.getLogger(__name__)
 
@@ -110,13 +113,19 @@ class _Inspector:
 
 class MCPService:
     def __init__(
-        self, policy: Policy, state_dir: Path | str, emit: Callable[[Event], bool]
+        self,
+        policy: Policy,
+        state_dir: Path | str,
+        emit: Callable[[Event], bool],
+        flow: FlowEngine | None = None,
     ) -> None:
         self._policy = policy
         self._emit = emit
         persistent = policy.mcp.inspection.registry.persistent
         self.registry = ToolRegistry(Path(state_dir) / REGISTRY_FILE if persistent else None)
-        self.engine = DecisionEngine(self.registry, policy, emit)
+        self.flow = flow
+        """The daemon's one flow engine (docs/flow.md); the decision pipeline's step 8."""
+        self.engine = DecisionEngine(self.registry, policy, emit, flow=flow)
         self._inspector = _Inspector(
             policy.mcp.inspection.detection, policy.mcp.inspection.enabled
         )
@@ -129,6 +138,8 @@ class MCPService:
         old = self._policy.mcp.inspection
         self._policy = policy
         self.engine.update_policy(policy)
+        if self.flow is not None:
+            self.flow.update_policy(policy)
         new = policy.mcp.inspection
         if new.detection != old.detection or new.enabled != old.enabled:
             self._inspector = _Inspector(new.detection, new.enabled)
@@ -357,7 +368,10 @@ class MCPService:
         return self.registry.server_addrs()
 
     def stats(self) -> dict[str, Any]:
-        return {**self.registry.stats(), "decisions": self.engine.stats()}
+        out = {**self.registry.stats(), "decisions": self.engine.stats()}
+        if self.flow is not None:
+            out["flow"] = self.flow.stats()
+        return out
 
 
 def _stype(s: str) -> Any:

@@ -41,6 +41,16 @@ class DecisionRequest:
     """The caller clipped ``arguments`` (too big to ship whole; agent/client.py)."""
     uid: int | None = None
     """Set by the daemon from the caller's credentials (never read from a request)."""
+    # data-flow step (docs/flow.md "Modes")
+    flow_session: str | None = None
+    """The flow session this call belongs to: the agent's session id (Claude
+    Code's, from a hook or the LLM request). None: the daemon derives the MCP
+    session from the caller (``session_id``, else the shim's agent process)."""
+    can_ask: bool = False
+    """Someone can answer "ask" (a hook-enabled agent); else "ask" degrades to "warn"."""
+    flow_check: bool = False
+    """Run the flow step for this call even when it is not an MCP tool (the
+    proxy asking about Claude Code's own tools, a hook)."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -60,6 +70,10 @@ class Decision:
     """The MCP tool name resolved in the registry (prefix stripped)."""
     alerts: list[str] = field(default_factory=list)
     """Non-blocking findings on an allowed call (e.g. pin changed, on_change=alert)."""
+    flow: dict[str, Any] | None = None
+    """The data-flow step's verdict when it ran (``action`` allow/warn/ask/deny,
+    ``flow_type``, ``risk_level``, ``reason``, ``coverage``, ``session``,
+    classification and matched origins); None when it did not run."""
 
     @property
     def blocked(self) -> bool:
