@@ -103,7 +103,7 @@ class Role:
     that changes the group applies to the next connection."""
 
     name: str
-    group_of: str | None | Callable[[], str | None]
+    group_of: str | Callable[[], str | None] | None
 
     @property
     def group(self) -> str | None:
