@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.agentsh-installed
 VAR   := $(CURDIR)/var
 
-.PHONY: setup run test lint bench install clean
+.PHONY: setup run test lint bench install man clean
 
 setup:
 	@bash agent/bootstrap/setup-host.sh --venv $(VENV)
@@ -33,5 +33,9 @@ bench: setup
 install: setup
 	$(VENV)/bin/agentshctl install-service
 
+# Man pages generated from the commands' help (install-service installs them too).
+man:
+	$(VENV)/bin/agentshctl man --out build/man
+
 clean:
-	rm -rf var .pytest_cache
+	rm -rf var .pytest_cache build/man

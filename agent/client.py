@@ -23,51 +23,45 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
-DEFAULT_SOCKET = "/run/agentsh/agentsh.sock"
+# Paths, errors and the blocking one-shot ``call`` live in agent/sockets.py
+# (importable without asyncio/aiohttp, for agentshctl's start-up); re-exported.
+from agentsh.agent.sockets import (
+    DEFAULT_SOCKET,
+    ControlError,
+    DaemonUnavailable,
+    admin_socket_path,
+    call,
+    channel_path,
+    default_socket,
+)
+
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = [
+    "DEFAULT_SOCKET",
+    "MAX_DECISION_ARGS_BYTES",
+    "ChannelClient",
+    "ControlClient",
+    "ControlError",
+    "DaemonUnavailable",
+    "SyncChannelClient",
+    "SyncDecisionClient",
+    "admin_socket_path",
+    "call",
+    "cap_decision_request",
+    "channel_path",
+    "default_socket",
+]
+
 MAX_DECISION_ARGS_BYTES = 1 << 20
 """Arguments of a decision request beyond this size travel clipped (a 50 MB
 tools/call is decided on its name, server and a bounded copy of its input;
 ``arguments_truncated`` says so in the event)."""
-
-
-def channel_path(control_socket: Path | str) -> Path:
-    """The decision channel's socket, next to the control socket."""
-    p = Path(control_socket)
-    return p.with_name(p.stem + "-decide.sock")
-
-
-def admin_socket_path(control_socket: Path | str) -> Path:
-    """The admin socket, next to the control socket."""
-    p = Path(control_socket)
-    return p.with_name(p.stem + "-admin.sock")
-
-
-def default_socket() -> str:
-    return os.environ.get("AGENTSH_SOCKET", DEFAULT_SOCKET)
-
-
-class DaemonUnavailable(Exception):
-    """The daemon is not running or does not accept connections on the socket."""
-
-    def __init__(self, socket_path: str, why: str) -> None:
-        super().__init__(f"agentshd is not running ({why} at {socket_path})")
-        self.socket_path = socket_path
-        self.why = why
-
-
-class ControlError(Exception):
-    """The daemon answered with an error (HTTP non-2xx, or an error line)."""
-
-    def __init__(self, status: int, body: Any) -> None:
-        msg = body.get("error") if isinstance(body, dict) else body
-        super().__init__(f"HTTP {status}: {msg}")
-        self.status = status
-        self.body = body
 
 
 def cap_decision_request(req: dict[str, Any]) -> dict[str, Any]:
@@ -97,17 +91,25 @@ class ControlClient:
     """HTTP over a Unix socket (the control API or the admin API)."""
 
     def __init__(self, socket_path: str | None = None, timeout: float = 10.0) -> None:
+        # aiohttp is imported when the first request is made, not here and not
+        # at module level: agentshctl never needs it (agent/sockets.py).
         self.socket_path = socket_path or default_socket()
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
 
     def _sess(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             conn = aiohttp.UnixConnector(path=self.socket_path, limit=16, keepalive_timeout=60)
-            self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout)
+            self._session = aiohttp.ClientSession(
+                connector=conn, timeout=aiohttp.ClientTimeout(total=self._timeout)
+            )
         return self._session
 
     async def request(self, method: str, path: str, payload: Any = None) -> Any:
+        import aiohttp
+
         if not os.path.exists(self.socket_path):
             raise DaemonUnavailable(self.socket_path, "no socket")
         data = orjson.dumps(payload) if payload is not None else None
@@ -151,16 +153,6 @@ class ControlClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def call(socket_path: str | None, method: str, path: str, payload: Any = None) -> Any:
-    """Synchronous one-shot HTTP call (for CLIs)."""
-
-    async def go() -> Any:
-        async with ControlClient(socket_path) as c:
-            return await c.request(method, path, payload)
-
-    return asyncio.run(go())
 
 
 # --------------------------------------------------------------------------- the channel

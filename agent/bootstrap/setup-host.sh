@@ -12,7 +12,7 @@
 # 4. a virtualenv from the system interpreter with --system-site-packages so
 #    that `import bcc` (Debian's package, not PyPI's unrelated `bcc`) works,
 #    with the project installed editable (+dev extras unless --no-dev).
-# 5. npm packages the test suite drives (reference MCP servers), dev only.
+# 5. npm packages the test suite drives (reference MCP servers, Claude Code), dev only.
 set -euo pipefail
 
 DEV=1
@@ -31,6 +31,33 @@ VENV="${VENV:-$PROJECT/.venv}"
 
 say() { printf 'setup: %s\n' "$*"; }
 
+# run_quiet LOG WHAT CMD...: run CMD with its output in LOG, printing a line
+# every HEARTBEAT seconds while it runs (pip and npm are silent for tens of
+# seconds), and the tail of LOG if it fails. Returns CMD's status.
+HEARTBEAT="${AGENTSH_SETUP_HEARTBEAT:-5}"
+run_quiet() {
+  local log="$1" what="$2" start rc
+  shift 2
+  start=$SECONDS
+  "$@" >>"$log" 2>&1 &
+  local pid=$!
+  while ! wait_for_exit "$pid" "$HEARTBEAT"; do
+    say "  ... still $what ($((SECONDS - start))s; log: $log)"
+  done
+  rc=0; wait "$pid" || rc=$?
+  [ $rc = 0 ] || { tail -n 40 "$log" >&2; echo "setup-host: $what failed (exit $rc; full log: $log)" >&2; }
+  return $rc
+}
+# wait_for_exit PID SECONDS: 0 once PID has exited, 1 if it still runs after SECONDS.
+wait_for_exit() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 if [ "$(id -u)" != 0 ]; then
   echo "setup-host: must run as root (apt, mounts, /lib/modules links)" >&2
   exit 1
@@ -39,7 +66,10 @@ fi
 # --- 1. apt -----------------------------------------------------------------
 KREL="$(uname -r)"
 need_pkgs=()
-for p in python3-bpfcc python3-venv systemd iproute2 openssl linux-headers-amd64; do
+want_pkgs=(python3-bpfcc python3-venv systemd iproute2 openssl linux-headers-amd64)
+# python3-seccomp: tests load the BPF layer under the unit's syscall filter (tests/unit_sandbox.py).
+[ $DEV = 1 ] && want_pkgs+=(python3-seccomp)
+for p in "${want_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 # Headers that match the running kernel exactly, when the distro has them.
@@ -49,10 +79,12 @@ fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing apt packages: ${need_pkgs[*]} (BCC bindings, kernel headers, venv, systemd-analyze, ip, openssl for TLS tests)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+  aptlog="$(mktemp /tmp/agentsh-setup-apt.XXXXXX.log)"
+  run_quiet "$aptlog" "updating the apt package lists" apt-get update -qq || exit 1
+  run_quiet "$aptlog" "installing ${need_pkgs[*]}" apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" || exit 1
+  rm -f "$aptlog"
 else
-  say "apt packages present (python3-bpfcc python3-venv systemd iproute2 openssl linux-headers-amd64)"
+  say "apt packages present (${want_pkgs[*]})"
 fi
 
 # --- 2. kernel headers for BCC ----------------------------------------------
@@ -60,19 +92,27 @@ moddir="/lib/modules/$KREL"
 if [ -e "$moddir/build/include/linux" ] && [ -e "$moddir/build/Makefile" ] && [ ! -L "$moddir/build" ]; then
   say "kernel headers: $moddir/build matches the running kernel ($KREL); using them"
 elif [ -d "/usr/src/linux-headers-$KREL" ]; then
-  mkdir -p "$moddir"
-  ln -sfn "/usr/src/linux-headers-$KREL" "$moddir/build"
-  say "kernel headers: linked $moddir/build -> /usr/src/linux-headers-$KREL (exact match for the running kernel)"
+  if [ "$(readlink "$moddir/build" 2>/dev/null)" = "/usr/src/linux-headers-$KREL" ]; then
+    say "kernel headers: $moddir/build -> /usr/src/linux-headers-$KREL (already linked; exact match)"
+  else
+    mkdir -p "$moddir"
+    ln -sfn "/usr/src/linux-headers-$KREL" "$moddir/build"
+    say "kernel headers: linked $moddir/build -> /usr/src/linux-headers-$KREL (exact match for the running kernel)"
+  fi
 else
   amd64="$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1 || true)"
   if [ -z "$amd64" ]; then
     echo "setup-host: no kernel headers found under /usr/src; BPF will be unavailable" >&2
   else
     common="${amd64%-amd64}-common"
-    mkdir -p "$moddir"
-    ln -sfn "$amd64" "$moddir/build"
-    ln -sfn "$common" "$moddir/source"
-    say "kernel headers: no headers for $KREL in the distro; linked $moddir/build -> $amd64 and $moddir/source -> $common (fallback; safe because agentsh's BPF reads only UAPI structs)"
+    if [ "$(readlink "$moddir/build" 2>/dev/null)" = "$amd64" ] && [ "$(readlink "$moddir/source" 2>/dev/null)" = "$common" ]; then
+      say "kernel headers: $moddir/build -> $amd64 (already linked; fallback, no headers for $KREL in the distro)"
+    else
+      mkdir -p "$moddir"
+      ln -sfn "$amd64" "$moddir/build"
+      ln -sfn "$common" "$moddir/source"
+      say "kernel headers: no headers for $KREL in the distro; linked $moddir/build -> $amd64 and $moddir/source -> $common (fallback; safe because agentsh's BPF reads only UAPI structs)"
+    fi
   fi
 fi
 
@@ -109,13 +149,13 @@ want="$(sha256sum "$PROJECT/pyproject.toml" | cut -c1-16)-dev$DEV"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "venv: installing agentsh (editable$( [ $DEV = 1 ] && echo ', with dev extras'))"
   piplog="$VENV/pip-install.log"
+  : >"$piplog"
   target="$PROJECT"; [ $DEV = 1 ] && target="$PROJECT[dev]"
-  if "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip >"$piplog" 2>&1 \
-     && "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" >>"$piplog" 2>&1; then
+  if run_quiet "$piplog" "upgrading pip" "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip \
+     && run_quiet "$piplog" "installing agentsh and its dependencies with pip" \
+          "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target"; then
     echo "$want" > "$stamp"
   else
-    tail -n 40 "$piplog" >&2
-    echo "setup-host: pip install failed (full log: $piplog)" >&2
     exit 1
   fi
 else
@@ -134,15 +174,20 @@ if [ $DEV = 1 ] && [ -f "$PROJECT/tests/npm/package.json" ]; then
   npmwant="$(sha256sum "$npmdir/package.json" | cut -c1-16)"
   if [ ! -f "$npmstamp" ] || [ "$(cat "$npmstamp")" != "$npmwant" ]; then
     if command -v npm >/dev/null 2>&1; then
-      say "npm: installing reference MCP servers for tests into $npmdir"
-      (cd "$npmdir" && npm install --no-audit --no-fund --loglevel=error >/dev/null 2>&1) \
+      say "npm: installing reference MCP servers and Claude Code for tests into $npmdir"
+      # Claude Code's native binary is an optional dependency: npm skips a failed
+      # one silently, so check it is there before calling the install done.
+      npmlog="$(mktemp /tmp/agentsh-setup-npm.XXXXXX.log)"
+      run_quiet "$npmlog" "installing npm packages into $npmdir" \
+          bash -c 'cd "$1" && npm install --no-audit --no-fund --loglevel=error' _ "$npmdir" \
+        && [ -x "$npmdir/node_modules/@anthropic-ai/claude-code-linux-x64/claude" ] \
         && echo "$npmwant" > "$npmstamp" \
-        || echo "setup-host: npm install failed; tests needing reference MCP servers will fail" >&2
+        || echo "setup-host: npm install failed (or Claude Code's native binary is missing); tests needing reference MCP servers or Claude Code will fail" >&2
     else
       echo "setup-host: npm not found; tests needing reference MCP servers will fail" >&2
     fi
   else
-    say "npm: reference MCP servers up to date"
+    say "npm: reference MCP servers and Claude Code up to date"
   fi
 fi
 say "done"

@@ -16,9 +16,12 @@ import orjson
 
 from agentsh.agent.ctl.common import api, die, print_json, table
 from agentsh.agent.ctl.events_cmd import read_events
-from agentsh.agent.events.models import TYPE_NAMES
 from agentsh.agent.mcp.hashing import short_hash
-from agentsh.agent.policy.schema import SEVERITY_RANK
+
+# The policy's severities (agent/policy/schema.py SEVERITY_RANK), literal here so
+# `agentshctl mcp ...` does not import the pydantic models to start; a test checks
+# that the two agree (docs/operations.md "CLI start-up").
+SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 MCP_EVENT_TYPES = (
     "mcp_tool_seen",
@@ -220,6 +223,8 @@ def _detail(ev: dict[str, Any]) -> str:
 
 
 def _check_types(types: Iterable[str]) -> None:
+    from agentsh.agent.events.models import TYPE_NAMES
+
     unknown = [t for t in types if t not in TYPE_NAMES]
     if unknown:
         die(f"unknown event type(s): {', '.join(unknown)}")

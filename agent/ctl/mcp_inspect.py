@@ -119,9 +119,11 @@ def inspect(source: str | None, server_cmd: str | None, as_json: bool, threshold
     detector = Detector(loaded.policy.mcp.inspection.detection)
     report: list[dict[str, Any]] = []
     found = False
+    names = [t["name"] for t in tools]
     for i, tool in enumerate(tools):
-        peers = [t for j, t in enumerate(tools) if j != i]
-        results = detector.inspect(tool, peers=peers)
+        # one tools/list is one server: the other tools are its siblings, not peers
+        siblings = [n for j, n in enumerate(names) if j != i]
+        results = detector.inspect(tool, siblings=siblings)
         top = max_severity(results)
         hit = reaches(top, threshold)
         found = found or hit
@@ -137,6 +139,7 @@ def inspect(source: str | None, server_cmd: str | None, as_json: bool, threshold
                         "severity": r.severity,
                         "field": r.field,
                         "match": r.matches[0].text if r.matches else "",
+                        "why": r.why,
                         "matches": [m.model_dump() for m in r.matches],
                     }
                     for r in results
@@ -175,10 +178,11 @@ def _print_people(origin: str, report: list[dict[str, Any]], threshold: str) -> 
     click.echo(f"{origin}: {len(report)} tools, threshold {threshold}\n")
     click.echo(table(rows, ["TOOL", "MAX", "DETECTIONS", "ALERT"]))
     details = [
-        [_short(t["tool"], 30), d["category"], d["severity"], _short(d["field"], 30), _short(d["match"])]
+        [_short(t["tool"], 30), d["severity"], f"{d['category']}/{d['pattern']}", _short(d["field"], 40),
+         _short(d.get("why") or d["match"], 200)]
         for t in report
         for d in t["detections"]
     ]
     if details:
         click.echo("")
-        click.echo(table(details, ["TOOL", "PATTERN", "SEVERITY", "FIELD", "MATCH"]))
+        click.echo(table(details, ["TOOL", "SEVERITY", "CATEGORY/PATTERN", "FIELD", "WHY"]))

@@ -41,8 +41,6 @@ from typing import Any
 
 import click
 
-from agentsh.agent.mcp.serverid import is_mcp_server
-
 __all__ = ["config_path", "unwrap", "unwrap_entry", "wrap", "wrap_entry"]
 
 SHIM_NAME = "agentsh-shim"
@@ -127,7 +125,7 @@ def wiring_of(entry: dict[str, Any]) -> list[str]:
 def daemon_wiring(socket_path: str | None, config_dir: str | None, state_dir: str | None) -> tuple[list[str], str | None]:
     """Shim options that tie it to the running daemon, and a warning if the
     daemon could not be asked where its policy and state live."""
-    from agentsh.agent.client import DaemonUnavailable, call, default_socket
+    from agentsh.agent.sockets import DaemonUnavailable, call, default_socket
 
     sock = os.path.abspath(socket_path or default_socket())
     warning = None
@@ -256,6 +254,8 @@ def wrap(ctx: click.Context, client: str, scope: str, config: Path | None, dry_r
         click.echo(f"agentshctl: warning: {warning}", err=True)
     wiring_dir = dict(zip(wiring[::2], wiring[1::2], strict=True)).get("--config-dir")
     patterns = _patterns(config_dir or wiring_dir) if only_matching else []
+    from agentsh.agent.mcp.serverid import is_mcp_server  # here: it imports the policy models
+
     wrapped, already, skipped = [], [], []
     for label, servers in server_maps(doc, client):
         for name, entry in list(servers.items()):

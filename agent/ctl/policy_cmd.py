@@ -6,10 +6,11 @@ import sys
 from pathlib import Path
 
 import click
-import yaml
 
 from agentsh.agent.ctl.common import api, print_json
-from agentsh.agent.policy.loader import PolicyError, load_dir, load_paths
+
+# The loader (pydantic models) and yaml are imported by the commands that use
+# them: `policy reload` and every --help start without them.
 
 
 @click.group()
@@ -27,6 +28,8 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
     daemon would. With files: those files merged in the order given. With
     nothing: /etc/agentsh. Exit 1 on any error.
     """
+    from agentsh.agent.policy.loader import PolicyError, load_dir, load_paths
+
     targets = list(paths) or [Path("/etc/agentsh")]
     dirs = [p for p in targets if p.is_dir()]
     files = [p for p in targets if not p.is_dir()]
@@ -68,7 +71,11 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
 @click.pass_context
 def show(ctx: click.Context, as_json: bool, config_dir: Path | None) -> None:
     """Print the effective merged policy and its content hash."""
+    import yaml
+
     if config_dir is not None:
+        from agentsh.agent.policy.loader import PolicyError, load_dir
+
         try:
             lp = load_dir(config_dir)
         except PolicyError as e:

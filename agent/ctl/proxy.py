@@ -24,13 +24,14 @@ def base_urls(listen: str) -> dict[str, str]:
 
 
 def _policy_listen(socket_path: str | None) -> str:
-    from agentsh.agent.client import DaemonUnavailable, call
+    from agentsh.agent.ctl.common import die
+    from agentsh.agent.sockets import DaemonUnavailable, call
 
     try:
         doc = call(socket_path, "GET", "/v1/policy")
     except DaemonUnavailable as e:
-        raise click.ClickException(f"{e}; pass --listen HOST:PORT to print the exports anyway") from e
-    return str(((doc.get("policy") or {}).get("proxy") or {}).get("listen") or "127.0.0.1:8765")
+        die(f"{e}; pass --listen HOST:PORT to print the exports anyway", 2)
+    return str(((doc.get("policy") or {}).get("proxy") or {}).get("listen") or "127.0.0.1:7390")
 
 
 @click.group("proxy")
@@ -40,10 +41,16 @@ def proxy() -> None:
 
 @proxy.command("env")
 @click.option("--listen", default=None, help="HOST:PORT of the proxy (default: the policy's proxy.listen).")
-@click.option("--socket", "socket_path", default=None, envvar="AGENTSH_SOCKET", help="agentshd control socket.")
+@click.option("--socket", "socket_path", default=None,
+              help="agentshd control socket (default: agentshctl --socket, $AGENTSH_SOCKET, /run/agentsh/agentsh.sock).")
 @click.option("--shell", type=click.Choice(["sh", "fish"]), default="sh", show_default=True)
-def env(listen: str | None, socket_path: str | None, shell: str) -> None:
+@click.pass_context
+def env(ctx: click.Context, listen: str | None, socket_path: str | None, shell: str) -> None:
     """Print the exports that send an agent's LLM traffic through the proxy."""
-    urls = base_urls(listen or _policy_listen(socket_path))
+    if listen is None:
+        from agentsh.agent.ctl.common import socket_of
+
+        listen = _policy_listen(socket_path or socket_of(ctx))
+    urls = base_urls(listen)
     for k, v in urls.items():
         click.echo(f"set -gx {k} {v}" if shell == "fish" else f"export {k}={v}")

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
 import click
 
+from agentsh.agent.logfmt import setup as setup_logging
 from agentsh.agent.policy.loader import PolicyError
 from agentsh.agent.version import __version__
+
+log = logging.getLogger("agentsh.daemon")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,11 +45,7 @@ def main(
     log_level: str,
 ) -> None:
     """Run the agentsh daemon."""
-    logging.basicConfig(
-        level=getattr(logging, log_level.upper()),
-        stream=sys.stderr,
-        format="%(asctime)s agentshd[%(process)d] %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging("agentshd", log_level)
     from agentsh.agent.daemon.app import Daemon, Overrides
 
     ov = Overrides(
@@ -58,9 +58,19 @@ def main(
         rc = asyncio.run(Daemon(ov).run())
     except PolicyError as e:
         for line in e.errors:
-            click.echo(f"agentshd: policy error: {line}", err=True)
-        click.echo("agentshd: no usable policy (and no last good policy saved); not starting", err=True)
+            log.error("policy error: %s", line)
+        log.error("no usable policy (and no last good policy saved); not starting")
         sys.exit(78)  # EX_CONFIG
+    except SystemExit as e:
+        if isinstance(e.code, str):  # a reason not to start (another daemon on the socket, ...)
+            log.error("%s", e.code.removeprefix("agentshd: "))
+            sys.exit(1)
+        raise
+    except OSError as e:  # a directory or socket it cannot create: one line, not a traceback
+        where = f": {e.filename}" if e.filename else ""
+        hint = " (agentshd runs as root)" if os.geteuid() != 0 else ""
+        log.error("cannot start: %s%s%s", e.strerror or e, where, hint)
+        sys.exit(73)  # EX_CANTCREAT
     sys.exit(rc)
 
 
