@@ -260,3 +260,35 @@ asyncio.run(go())
         assert len([e for e in d.events("protocol_error") if e["detail"] == "read-only-once"]) == 1
     finally:
         subprocess.run(["umount", str(user_spool)], check=False)
+
+
+def test_the_spool_of_a_user_outside_the_group_is_found_in_their_home_and_ingested(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """A user outside daemon.group cannot reach the daemon to announce a spool:
+    the daemon looks in home directories itself."""
+    import uuid
+
+    name = f"agsh-{uuid.uuid4().hex[:8]}"
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", str(home), name], check=True)
+    try:
+        import pwd
+
+        uid = pwd.getpwnam(name).pw_uid
+        spool_dir = home / ".local" / "state" / "agentsh" / "spool"
+        spool_dir.mkdir(parents=True)
+        for p in (home, home / ".local", home / ".local" / "state", spool_dir.parent, spool_dir):
+            os.chown(p, uid, uid)
+        os.chmod(tmp_path, 0o755)
+        os.chmod(spool_dir, 0o700)
+        f = spool_dir / "shim-6-a.jsonl"
+        f.write_bytes(event_line("from-a-home-spool"))
+        os.chown(f, uid, uid)
+        d: DaemonProc = daemon_factory()
+        ev = d.wait_event("protocol_error", lambda e: e["detail"] == "from-a-home-spool", timeout=20)
+        assert ev["uid"] == uid
+        wait_for(lambda: not f.exists(), what="home spool file ingested")
+    finally:
+        subprocess.run(["userdel", name], check=False)

@@ -163,7 +163,7 @@ def test_install_service_lays_out_path_docs_man_completion_and_one_rotation(tmp_
         link = tmp_path / "usr/local/bin" / name
         assert link.is_symlink() and os.readlink(link) == str(venv_bin / name)
     etc = tmp_path / "etc/agentsh"
-    assert (etc.stat().st_mode & 0o777, (etc / "agentsh.yaml").stat().st_mode & 0o777) == (0o750, 0o640)
+    assert (etc.stat().st_mode & 0o777, (etc / "agentsh.yaml").stat().st_mode & 0o777) == (0o755, 0o644)
     # logrotate rotates, so the daemon's own rotation is off: one rotation, not two
     dropin = (etc / "policy.d/00-logrotate.yaml").read_text()
     assert "rotate_max_bytes: 0" in dropin

@@ -269,9 +269,12 @@ def install_service(root: Path, dry_run: bool, no_accounts: bool, no_apt: bool) 
         else:
             inst.say(f"skipped {BIN_DIR / name}: {venv_bin / name} does not exist")
 
-    inst.mkdir(Path("/etc/agentsh"), 0o750, "agentsh")
-    inst.write(Path("/etc/agentsh/agentsh.yaml"), embedded_default_text(), 0o640, overwrite=False, group="agentsh")
-    inst.mkdir(Path("/etc/agentsh/policy.d"), 0o750, "agentsh")
+    # World-readable: a shim of a user outside the agentsh group cannot reach
+    # the daemon and decides on these files itself; it must see the real
+    # policy, not the embedded default (a policy holds no secrets; docs/operations.md).
+    inst.mkdir(Path("/etc/agentsh"), 0o755, "agentsh")
+    inst.write(Path("/etc/agentsh/agentsh.yaml"), embedded_default_text(), 0o644, overwrite=False, group="agentsh")
+    inst.mkdir(Path("/etc/agentsh/policy.d"), 0o755, "agentsh")
     if not dry_run and inst.gid("agentsh") is None:
         inst.say("skipped group ownership of /etc/agentsh: group agentsh does not exist (files stay root:root)")
 
@@ -279,7 +282,7 @@ def install_service(root: Path, dry_run: bool, no_accounts: bool, no_apt: bool) 
     if _have_logrotate(inst, use_apt=not no_apt):
         inst.write(Path("/etc/logrotate.d/agentsh"), logrotate_text(str(venv_bin / "agentshctl")), 0o644,
                    overwrite=True)
-        inst.write(LOGROTATE_DROPIN, LOGROTATE_DROPIN_TEXT, 0o640, overwrite=True, group="agentsh")
+        inst.write(LOGROTATE_DROPIN, LOGROTATE_DROPIN_TEXT, 0o644, overwrite=True, group="agentsh")
     else:
         inst.say("skipped /etc/logrotate.d/agentsh: no logrotate; agentshd rotates the event log itself "
                  "(events.rotate_max_bytes)")

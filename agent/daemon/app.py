@@ -15,6 +15,7 @@ import contextlib
 import grp
 import logging
 import os
+import pwd
 import signal
 import socket
 import sys
@@ -51,6 +52,7 @@ log = logging.getLogger("agentsh.daemon")
 PROXY = "llm-proxy"
 PROXY_MARKER = "agentsh.proxy"
 USER_SPOOLS_FILE = "user-spools.json"
+HOME_SPOOL_SCAN_SECONDS = 30.0
 MAX_USER_SPOOLS = 4096
 
 
@@ -110,6 +112,8 @@ class Daemon:
         self._servers: list[asyncio.base_events.Server] = []
         self._channel: AgentChannel | None = None
         self._spool_ledger: dict[str, set[str]] = {}
+        self._home_scan_at = float("-inf")
+        self._home_spool_cache: dict[int, Path] = {}
         """Per spool dir: files ingested but not removable (read-only homes)."""
         self.ctx: DaemonContext
 
@@ -370,12 +374,37 @@ class Daemon:
         except OSError as e:
             log.warning("cannot save the per-user spool list: %s", e)
 
+    def _home_spools(self) -> dict[int, Path]:
+        """Per-user spools in home directories (``~/.local/state/agentsh/spool``):
+        users outside the daemon's group cannot announce theirs. Looked up every
+        ``HOME_SPOOL_SCAN_SECONDS``; only existing directories are kept."""
+        now = time.monotonic()
+        if now - self._home_scan_at < HOME_SPOOL_SCAN_SECONDS:
+            return self._home_spool_cache
+        self._home_scan_at = now
+        found: dict[int, Path] = {}
+        try:
+            users = pwd.getpwall()
+        except OSError:
+            users = []
+        for pw in users:
+            if pw.pw_uid == 0 or not pw.pw_dir or not pw.pw_dir.startswith("/"):
+                continue
+            p = Path(pw.pw_dir) / ".local" / "state" / "agentsh" / "spool"
+            with contextlib.suppress(OSError):
+                if p.is_dir():
+                    found[pw.pw_uid] = p
+        self._home_spool_cache = found
+        return found
+
     async def ingest_spool(self, ctx: DaemonContext) -> int:
         """Hand in the events shims and the proxy spooled (agent/daemon/spool_ingest.py):
         the shared spool directory and every announced per-user one. Files are
         removed once their events are written."""
         dirs: list[tuple[str, int | None]] = [(str(ctx.paths.spool_dir), None)]
-        dirs += [(str(p), uid) for uid, p in ctx.user_spools.items()]
+        users = dict(self._home_spools())
+        users.update(ctx.user_spools)  # an announced directory wins for its uid
+        dirs += [(str(p), uid) for uid, p in users.items()]
         n = 0
         for path, owner in dirs:
             dfd = await asyncio.to_thread(spool_ingest.open_dir, path, owner)
