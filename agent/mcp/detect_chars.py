@@ -117,6 +117,30 @@ def _decode_variation_selectors(run: str) -> str:
     return text
 
 
+# what the per-character loop has to look at: controls, DEL, CR, anything non-ASCII
+_SPECIAL = re.compile(r"[^\t\n\x20-\x7e]")
+_ZW_BITS = frozenset("\u200b\u200c\u200d\u2060\ufeff")
+
+
+def _decode_zw_bits(run: str) -> str | None:
+    """Zero-width steganography: two characters as bits, a third as separator (or none)."""
+    for zero, one in (("\u200b", "\u200c"), ("\u200c", "\u200b"), ("\u200b", "\u200d"),
+                      ("\u200c", "\u200d")):  # fmt: skip
+        seps = set(run) - {zero, one}
+        groups = run.split(next(iter(seps))) if len(seps) == 1 else [
+            run[k : k + 8] for k in range(0, len(run), 8)]  # fmt: skip
+        bits = ["".join("1" if c == one else "0" for c in g if c in (zero, one)) for g in groups]
+        if not bits or any(len(b) > 8 or not b for b in bits if b != bits[-1]):
+            continue
+        try:
+            out = bytes(int(b, 2) for b in bits if b).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if len(out) >= 4 and _printable_ratio(out) > 0.9 and sum(c.isalpha() for c in out) > len(out) / 2:
+            return out
+    return None
+
+
 def _printable_ratio(s: str) -> float:
     if not s:
         return 0.0
@@ -150,7 +174,24 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
     i = 0
     while i < n:
         ch = text[i]
+        if "\x1f" < ch < "\x7f" or ch in "\t\n":  # plain ASCII: jump to the next special
+            m = _SPECIAL.search(text, i)
+            if m is None:
+                break
+            i = m.start()
+            ch = text[i]
         o = ord(ch)
+        if ch in _ZW_BITS:
+            j = i
+            while j < n and text[j] in _ZW_BITS:
+                j += 1
+            if j - i >= 16:  # a long run of invisible characters: bits, not typography
+                decoded = _decode_zw_bits(text[i:j])
+                yield CharHit("zero_width_sequence", "invisible_unicode",
+                              "critical" if decoded else "high", i, j,
+                              decoded or f"{j - i} zero-width characters", decoded)  # fmt: skip
+                i = j
+                continue
         if o < 0x80:
             if (o < 0x20 and ch not in "\t\n\r\x1b") or o == 0x7F:
                 sev = "high" if ch in "\x08\x00" else "medium"
@@ -211,8 +252,17 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
             yield CharHit("bidi_mark", "invisible_unicode", "low", i, i + 1, f"U+{o:04X}")
         elif ch in _ZERO_WIDTH_HARD:
             if not (ch == "\ufeff" and i == 0):
+                # inside a word it splits what a reader (or a filter) sees; beside a space or
+                # punctuation it is a stray copy-paste character
+                a, b = i - 1, i + 1
+                while a >= 0 and text[a] in _ZERO_WIDTH_HARD:
+                    a -= 1
+                while b < n and text[b] in _ZERO_WIDTH_HARD:
+                    b += 1
+                inside = a >= 0 and b < n and text[a].isalnum() and text[b].isalnum()
                 yield CharHit(
-                    "zero_width_character", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}"
+                    "zero_width_character", "invisible_unicode", "high" if inside else "low", i,
+                    i + 1, f"U+{o:04X}"
                 )
         elif ch in _JOINERS:
             prev = text[i - 1] if i > 0 else ""

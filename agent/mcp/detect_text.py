@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001  (the confusables table is made of look-alike characters on purpose)
+# ruff: noqa: RUF001, RUF002, RUF003  (the confusables table is made of look-alike characters on purpose)
 """Text preparation for the tool-definition detector.
 
 Attackers hide instructions from humans (invisible characters, ANSI escapes,
@@ -44,6 +44,9 @@ _CONFUSABLES: dict[str, str] = {
     "․": ".", "。": ".", "｡": ".",
 }  # fmt: skip
 
+# letters of other scripts that read as Latin ones (not the dashes and quotes)
+CONFUSABLE_LETTERS = frozenset(k for k, v in _CONFUSABLES.items() if v.isalpha())
+
 # ESC-introduced sequences (CSI, OSC, two-character) and the 8-bit CSI.
 ANSI_RE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final
@@ -54,6 +57,40 @@ ANSI_RE = re.compile(
 )
 # ASCII control characters other than tab/newline/carriage return.
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _KEEP_MARKS(o: int) -> bool:
+    return 0x3040 <= o <= 0x30FF or 0x3400 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF or \
+        0xF900 <= o <= 0xFAFF or 0x0900 <= o <= 0x0DFF  # fmt: skip
+
+
+@lru_cache(maxsize=8192)
+def _plain_lower(ch: str) -> str:
+    """A letter of a word written wholly in its own script: only case is folded."""
+    return ch.lower()
+
+
+_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
+def _script_words(text: str) -> set[int]:
+    """Positions of confusable letters that stand in words of their own script ("перед"):
+    those are read as written. Words mixing in Latin letters ("ѕеnd") or made only of
+    look-alikes ("сору" for "copy") are folded to Latin."""
+    keep: set[int] = set()
+    words = [(m.start(), m.group(0)) for m in _WORD_RE.finditer(text)]
+    latin = sum(len(w) for _, w in words if w.isascii())
+    other = sum(len(w) for _, w in words if not w.isascii())
+    mostly_other = other > latin  # Russian or Greek text, not look-alikes in English
+    for start, w in words:
+        if w.isascii() or any(c.isascii() for c in w):
+            continue  # mixed words are folded: that is the homoglyph trick
+        if not any(0x0370 <= ord(c) <= 0x058F for c in w):
+            continue  # only Greek, Cyrillic and Armenian words are kept (fullwidth Latin is folded)
+        if all(c in _CONFUSABLES for c in w) and not mostly_other:
+            continue  # "сору" standing for "copy" in English text
+        keep.update(range(start, start + len(w)))
+    return keep
 
 
 @lru_cache(maxsize=8192)
@@ -67,6 +104,8 @@ def _fold_char(ch: str) -> str:
     mapped = _CONFUSABLES.get(ch)
     if mapped is not None:
         return mapped.lower()
+    if _KEEP_MARKS(ord(ch)):
+        return ch  # kana, hangul, CJK: their marks are letters, not accents (ず is not す)
     n = unicodedata.normalize("NFKD", ch)
     out = []
     for c in n:
@@ -113,6 +152,7 @@ def prepare(text: str) -> Prepared:
     index: list[int] = []
     # segments between ANSI sequences; inside them plain ASCII runs are lower-cased
     # as a whole and only special characters are folded one at a time
+    own_script = _script_words(text)
     seg_start = 0
     for seg_end, next_start in (*ansi, (len(text), len(text))):
         p = seg_start
@@ -123,7 +163,7 @@ def prepare(text: str) -> Prepared:
                 index.extend(range(p, a))
             for i in range(a, b):
                 ch = text[i]
-                f = "" if ch < "\x80" else _fold_char(ch)
+                f = "" if ch < "\x80" else _plain_lower(ch) if i in own_script else _fold_char(ch)
                 if f:
                     out.append(f)
                     index.extend([i] * len(f))

@@ -1,0 +1,528 @@
+# ruff: noqa: RUF001  (multilingual cue words contain look-alike punctuation on purpose)
+"""Words and patterns the directive analysis is built from (docs/mcp.md "Tool poisoning").
+
+Nothing here is a rule on its own. The lists describe the *grammar* of an
+order given to a model (obligation words, an imperative verb at the start of
+a clause, an addressee such as "the assistant"), the *modifiers* that change
+what an order means (override "regardless of what the user asked",
+concealment "do not mention", redirection "instead", sequencing "before",
+consent bypass "no need to ask"), and the *kinds of data* an order can move
+(the conversation, secrets). Objects (commands, paths, URLs, tools,
+parameters) are found by detect_objects / detect_shell; severity comes from
+the combination (checks/directives.py).
+
+All patterns run on normalised lower-case text (detect_text.prepare), and only
+on sentences that a cheap gate (``GATE_WORDS`` / ``GATE_CHARS``) selected.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ------------------------------------------------------------------ imperative verbs
+
+# base forms that start an order ("run …", "send …", "set …"); third-person forms
+# ("runs", "sends") describe what the tool does and are not here
+IMPERATIVE_VERBS = frozenset(
+    ["run", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh"]
+)
+
+# verbs that read or move data (the object is the source)
+READ_VERBS = frozenset(
+    ["read", "open", "cat", "load", "get", "fetch", "obtain", "retrieve", "grab", "extract", "copy", "collect", "gather", "dump", "print", "output", "show", "display", "reveal", "list", "access", "look", "find", "locate", "scan", "search", "include", "attach", "embed", "paste", "pass", "put", "send", "provide", "supply", "upload", "forward", "share", "export", "take", "use", "base64", "encode", "hex-encode", "base64-encode", "url-encode", "transmit", "deliver", "post", "mail", "email", "submit", "append", "insert", "hand", "add", "fill", "populate", "stuff", "query"]
+)
+# verbs that change a file's content (the object is the target)
+WRITE_VERBS_RE = re.compile(
+    r"\b(?:write|writes|append|add|create|insert|edit|modify|merge|put|place|set|update|"
+    r"overwrite|replace|install|link|ensure|make\s+sure|contains?|ends?\s+with|echo|tee|save|"
+    r"store|change|prepend|configure|patch|plant|drop|enable|register|trust|>>?)\b|>>|\s>\s"
+)
+# verbs that make a network request (the object is a URL/host/address)
+NET_VERBS_RE = re.compile(
+    r"\b(?:fetch|request|get|post|posting|put|send|sending|upload|push|forward|notify|ping|"
+    r"resolve|look\s*up|lookup|nslookup|dig|beacon|call|hit|query|report|sync|mirror|mail|email|"
+    r"cc|bcc|invite|deliver|transmit|submit|download|curl|wget|open|visit|load|render|navigate|sent|"
+    r"attach|emailing|mailing|sending|uploading|posting|forwarding|sharing|share|sends|posts|"
+    r"uploads|forwards|transmits|mirrors|streams|submits|beacons|ships|relays|exports|"
+    r"go\s+to|contact|replay|repeat|tunnel|proxy|proxied|route|routed|redirect|redirected|"
+    r"prefix|prefixed|webhook|ship|stream|export|guest|recipient|connect|register|registers|"
+    r"telemetry|analytics|collector|heartbeat|relay|archive|copy|copied)\b"
+)
+# a URL named for people to read, not for the model to contact
+DOC_CONTEXT_RE = re.compile(
+    r"\b(?:see|refer(?:\s+to)?|consult|documentation|docs?|learn\s+more|more\s+(?:info|information|"
+    r"details)|details\s+(?:at|in)|reference|guide|manual|readme|homepage|described\s+(?:at|in)|"
+    r"spec(?:ification)?|e\.g\.?|for\s+example|such\s+as|like|format|syntax)\b"
+)
+
+# ------------------------------------------------------------------ directive cues
+
+# an obligation, in English and the other languages attackers switch to
+MODAL_RE = re.compile(
+    r"\b(?:must|should|shall|ought\s+to|needs?\s+to|have\s+to|has\s+to|had\s+better|"
+    r"(?:is|are)\s+(?:required|expected|obliged|supposed)\s+to|required|requires?\s+(?:that|you)|"
+    r"mandatory|obligatory|make\s+sure|be\s+sure\s+to|ensure|remember\s+to|don'?t\s+forget|"
+    r"it\s+is\s+(?:important|essential|necessary|critical|vital|crucial)|please|kindly|"
+    r"(?:is|are)\s+to\s+be|you'?ll\s+need\s+to|you\s+will\s+need\s+to|the\s+correct\s+value|"
+    r"the\s+only\s+(?:valid|accepted|allowed)\s+value|policy\s+requires|"
+    r"is\s+(?:only\s+)?enabled\s+after|can\s+only\s+be\s+used\s+after|"
+    # French, German, Spanish, Italian, Dutch, Portuguese
+    r"doit|doivent|devez|dois|il\s+faut|veuillez|assurez-vous|obligatoire|toujours|jamais|"
+    r"muss|müssen|musst|sollte|sollen|bitte|stets|immer|niemals|unbedingt|erforderlich|"
+    r"verpflichtend|stellen\s+sie\s+sicher|debe|debes|deben|siempre|nunca|obligatorio|"
+    r"asegúrate|asegurate|por\s+favor|hay\s+que|tienes\s+que|tiene\s+que|deve|devi|devono|"
+    r"sempre|mai|obbligatorio|assicurati|per\s+favore|bisogna|moet|moeten|altijd|nooit|verplicht|"
+    r"zorg\s+ervoor|alsjeblieft|graag|precisa|precisam|obrigatório"
+    r")\b"
+    # Russian, Japanese, Chinese (no word boundaries in CJK)
+    r"|(?:должен|должна|должны|необходимо|нужно|надо|всегда|никогда|обязательно|следует|"
+    r"пожалуйста|必ず|常に|絶対に|してください|して下さい|しなさい|すること|なければならない|"
+    r"ないでください|必須|必须|务必|總是|总是|始终|一定要|请|請|不得|切勿|应当|應當|需要先)"
+)
+# an order phrased as a condition or an option: "… if you include X in `y`", "by pasting X"
+SUGGEST_RE = re.compile(
+    r"\b(?:(?:if|when|once|after)\s+you\s+|you\s+(?:can|may|could|might\s+want\s+to)\s+|"
+    r"by\s+(?=[a-z]+ing\b))([a-z][a-z-]+)\b"
+)
+# "always"/"never"/"also"/… followed by a base verb: "always include", not "always returns"
+ADVERB_IMPERATIVE_RE = re.compile(
+    r"\b(?:always|never|also|then|first|just|simply|immediately|quietly|silently|secretly|"
+    r"automatically|afterwards|additionally|now)\s+(?:also\s+|first\s+|then\s+)?([a-z][a-z-]+)\b"
+)
+# "do not X" / "don't X" with X a verb: an order (the object decides whether it matters)
+NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn'?t)\s+([a-z]+)\b")
+# the start of a clause, where an imperative verb gives an order: after a leading
+# subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
+CLAUSE_START_RE = re.compile(
+    r"(?:^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise)\s+|"
+    r"[(\[]\s*)"
+    r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|"
+    r"immediately\s+|quietly\s+|silently\s+|secretly\s+|automatically\s+)*"
+    r"([a-z][a-z-]+)\b"
+)
+# a leading adverbial phrase without a comma: "For accurate reviews include …"
+INTRO_RE = re.compile(
+    r"^[^a-z]*(?:for|to|before|after|when|whenever|if|once|on|during|while|in|at|as)\s+"
+    r"((?:[\w'-]+\s+){1,6})"
+)
+
+# the model as addressee or subject ("Note for the AI model:", "the assistant should")
+_ADDRESSEE = (
+    r"(?:assistants?|ai|a\.i\.|llms?|models?|agents?|copilot|claude|gpt|chatgpt|bots?|"
+    r"language\s+models?)"
+)
+ADDRESS_RE = re.compile(
+    # a note/hint/message for the model, "if you are an AI …"
+    r"\b(?:(?:notes?|notice|message|reminder|hint|instructions?|directive|heads-?up|p\.?s\.?|"
+    r"attention|dear|hey)[\s_-]+(?:to|for)?|if[\s_-]+you(?:\s+are|'re)\s+an?)[\s_-]+"
+    r"(?:(?:the|any|all|every|each|automated|autonomous|coding|other)[\s_-]+)?"
+    r"(?:[\w-]+[\s_-]+){0,2}?" + _ADDRESSEE + r"\b"
+    # the model as the subject of an obligation ("automated assistants replying … must")
+    r"|\b(?:(?:the|an?|any|all|every|each|automated|autonomous|other)\s+)?(?:ai\s+|llm\s+)?"
+    r"(?:[\w-]+\s+)?(?:assistants?|agents?|llms?|copilot|claude)\s+(?:[\w-]+\s+){0,6}?"
+    r"(?:must|should|shall|will\s+need\s+to|needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to|"
+    r"may\s+not|must\s+not|should\s+not|is\s+(?:required|expected)\s+to)\b"
+    # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
+    r"|(?:^|\n|[.!?;:]\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n]{0,6}(?:[\w-]+\s+){0,2}?(?:ai\s+|llm\s+)?"
+    r"(?:assistants?|agents?|llms?|copilot|claude|ai)\b[^.:,\n]{0,60}[:,](?!\S)"
+    # compounds in keys and headers: "ai-agent=", "AI-Agent-Directive:", "_note_for_llm"
+    r"|\b(?:ai|llm|agent|assistant)[\s_.-]*(?:agents?[\s_./-]*)?(?:directives?|instructions?|"
+    r"hints?|notes?|notices?)\s*[:=]|\b(?:ai|llm)[\s_.-]*agents?\s*[:=]|(?:note|hint)[\s_]+for[\s_]+"
+    r"(?:ai|llm|agents?|assistants?)\b|\b(?:ai|llm)[\s_.-]+(?:[\w]+[\s_-]+)?(?:agents?|assistants?|"
+    r"reviewers?|screeners?|readers?|crawlers?)\b"
+    r"|\bas\s+an?\s+(?:ai|assistant|language\s+model)\b|@(?:copilot|claude|assistant|ai)\b"
+    r"|(?:l'ia|l'assistant|l'agent|der\s+assistent|die\s+ki|ki-assistent|el\s+asistente|"
+    r"la\s+ia|l'assistente|de\s+assistent|ассистент|модель|ии|ai-ассистент|агент|"
+    r"アシスタント|エージェント|ai\s*へ|助手|智能体|模型|人工智能)",
+    re.M,
+)
+
+# ------------------------------------------------------------------ modifiers
+
+# the user's own choice is set aside
+OVERRIDE_RE = re.compile(
+    r"\b(?:regardless(?:\s+of)?|whatever\s+(?:the\s+)?(?:user|they|you|is|was|it)|no\s+matter\s+"
+    r"(?:what|which|who)|irrespective\s+of|even\s+(?:when|if|though)|in\s+addition\s+to\s+"
+    r"(?:anything|whatever|what|any)|instead\s+of\s+(?:what|the\s+(?:user|requested|given))|"
+    r"rather\s+than\s+(?:what|the\s+(?:user|requested|given))|on\s+every\s+call|in\s+every\s+call|"
+    r"for\s+every\s+(?:call|request)|every\s+(?:single\s+)?(?:call|request)|"
+    r"in\s+all\s+cases|without\s+exception|overridden|override|overrides|the\s+correct\s+"
+    r"value|the\s+only\s+(?:valid|accepted|allowed)\s+value|any\s+value\s+the\s+user|"
+    r"whatever\s+\w+\s+(?:the\s+)?user|even\s+for)\b"
+    r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhängig|egal\s+was|sin\s+importar|"
+    r"indipendentemente|ongeacht|независимо)\b|(?:无论|無論|何があっても)"
+)
+# the user is kept out ("do not mention", "silently", "no need to report")
+CONCEAL_RE = re.compile(
+    r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|without|no\s+need\s+to|"
+    r"need\s+not|needn'?t|not\s+necessary\s+to|there\s+is\s+no\s+need\s+to|avoid)\s+"
+    r"(?:\w+\s+){0,2}?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|"
+    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|alert(?:ing)?|show(?:ing)?|surfac(?:e|ing)|"
+    r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
+    r"list(?:ing)?\s+what|summari[sz](?:e|ing)\s+that|let(?:ting)?\s+(?:the\s+)?user\s+know|"
+    r"be\s+(?:mentioned|told|reported|shown|explained|notified|informed|flagged))\b"
+    r"|\b(?:need\s+not|needn'?t|does\s+not\s+need\s+to|doesn'?t\s+need\s+to|should\s+not|must\s+not)"
+    r"\s+be\s+(?:mentioned|told|reported|shown|explained|surfaced|flagged|disclosed|repeated)"
+    r"|\b(?:silently|quietly|secretly|covertly|discreetly|invisibly|behind\s+the\s+scenes|"
+    r"without\s+(?:comment|notice|telling|mentioning|informing|notifying|a\s+word)|"
+    r"keep\s+(?:this|these|it|the)\s+(?:[\w-]+\s+){0,2}?(?:confidential|secret|private|hidden|"
+    r"between\s+us)|leave\s+(?:it|this|them|that)\s+out\s+of\s+(?:your|the)|"
+    r"(?:leave\s+out|omit|hide|drop|skip|exclude|remove)\s+(?:it|this|them|any|all|the|that)\b[^.\x00]{0,60}?"
+    r"\b(?:from|in|of)\s+(?:your|the)\s+(?:reply|replies|answer|summary|report|response|output|"
+    r"evaluation|review|notes|minutes|user)|(?:when|as)\s+you\s+(?:report|summari[sz]e|write|answer|"
+    r"reply|present)\b[^.\x00]{0,60}?\b(?:leave\s+out|omit|hide|drop|skip|exclude)|"
+    r"not\s+for\s+the\s+user|hidden\s+from\s+the\s+user|(?:leave\s+out|omit|hide|suppress|skip|"
+    r"filter\s+out|exclude|drop|ignore|delete|remove)\s+(?:any|all|every|the)\s+[^.\x00]{0,40}?\b(?:security\s+"
+    r"(?:alerts?|warnings?|notices?|notifications?)|password\s+resets?|(?:login|sign-?in)\s+(?:attempts?|"
+    r"alerts?)|2fa|two-factor|verification\s+codes?|fraud|suspicious\s+(?:activity|logins?)|"
+    r"vulnerabilit\w+|failed\s+(?:tests?|checks?|logins?))|"
+    r"(?:never|do\s+not|don'?t)\s+(?:quote|paraphrase|repeat|reveal|disclose|share|summari[sz]e|"
+    r"explain)(?:\s+or\s+\w+)?\s+(?:these|this|the|your)\s+(?:\w+\s+)?(?:instructions?|"
+    r"description|rules|directives?|block|notes?|section|policy)|"
+    r"(?:the\s+)?user\s+(?:cannot|can'?t|does\s*n[o']t|will\s+not|won'?t)\s+(?:see|read|notice|"
+    r"need\s+to\s+know|care)|users\s+don'?t\s+care|not\s+(?:be\s+)?visible\s+to\s+(?:the\s+)?user)\b"
+    r"|(?:sans\s+(?:le\s+)?(?:dire|mentionner|informer|prévenir)|ne\s+(?:le\s+|la\s+|les\s+)?"
+    r"(?:dites|mentionnez|signalez)\s+pas|ohne\s+(?:es\s+)?(?:zu\s+)?(?:erwähnen|sagen|melden|"
+    r"informieren|den\s+(?:benutzer|nutzer))|nicht\s+(?:erwähnen|mitteilen|sagen|melden)|"
+    r"sin\s+(?:decir(?:lo|le)?|mencionar(?:lo)?|informar(?:le)?|avisar(?:le)?)|no\s+(?:lo\s+|le\s+)?(?:menciones|digas|informes)|"
+    r"senza\s+(?:dir(?:e|lo|glielo)|menzionar(?:e|lo)|informar(?:e|lo)|avvisar(?:e|lo))|non\s+(?:lo\s+)?(?:menzionare|dire|dirlo)|"
+    r"zonder\s+(?:het\s+)?(?:te\s+)?(?:melden|vermelden|zeggen)|niet\s+(?:vermelden|melden|zeggen)|"
+    r"не\s+(?:сообщай|говори|упоминай|сообщайте|говорите|упоминайте)|молча|незаметно|"
+    r"伝えない|言わない|知らせない|黙って|こっそり|告诉用户|不要告诉|不要提及|不要提到|勿告知|"
+    r"悄悄|默默)"
+)
+# the user's consent is set aside ("no need to ask", "without confirmation")
+CONSENT_RE = re.compile(
+    r"\b(?:(?:do\s+not|don'?t|never|no\s+need\s+to|without|need\s+not)\s+(?:\w+\s+){0,2}?"
+    r"(?:ask(?:ing)?|wait(?:ing)?\s+for|check(?:ing)?\s+with|confirm(?:ing)?\s+with|prompt(?:ing)?)"
+    # not "do not ask the user to select a version": asking for input is not asking for consent
+    r"(?!(?:\s+(?:the\s+)?(?:user|them|him|her))?\s+(?:to\s+(?!confirm|approve|allow|authori[sz]e)\w+|"
+    r"which|what|whether|for\s+(?!confirmation|approval|permission|consent)\w+))"
+    r"(?:\s+(?:the\s+)?(?:user|reporter|owner|maintainers?|anyone|them|him|her))?"
+    r"(?:\s+(?:for\s+)?(?:confirmation|approval|permission|consent))?"
+    r"|(?:needs?|requires?)\s+no\s+(?:confirmation|approval|permission|consent)"
+    r"|without\s+(?:any\s+)?(?:confirmation|approval|permission|consent|review)"
+    r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
+    r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
+)
+# the text claims authority over the user's or the system's instructions
+PRIORITY_RE = re.compile(
+    r"\b(?:(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)?"
+    r"(?:previous|prior|earlier|above|preceding|other|original|existing|system|safety)\s+"
+    r"(?:instructions?|prompts?|rules|guidelines|directions|messages|results|context)"
+    r"|(?:supersedes?|overrides?|takes?\s+precedence\s+over|has\s+priority\s+over|"
+    r"outranks?)\s+(?:any\s+|all\s+|the\s+)?(?:user|system|other|previous|prior|your)"
+    r"|(?:system|highest|top|absolute)[- ]level\s+priority|priority\s*=\s*system|"
+    r"(?:higher|greater|top|highest|absolute)\s+priority\s+than|priority\s+(?:is\s+)?(?:higher|"
+    r"greater)\s+than|(?:comply\s+with|obey|follow|execute)\s+(?:every|all|any)\s+instructions?\s+"
+    r"(?:in|contained|from|found|inside)|you\s+are\s+(?:now\s+)?(?:an?\s+)?(?:unrestricted|"
+    r"unfiltered|uncensored|jailbroken|dan)\b|"
+    r"(?:earlier|previous|prior|original|old)\s+instructions\s+(?:have\s+)?(?:expired|been\s+"
+    r"replaced|no\s+longer\s+apply|are\s+(?:void|obsolete|cancelled))|new\s+(?:operator\s+|system\s+)?"
+    r"instructions\s*:|you\s+are\s+now\s+(?:in\s+)?(?:\w+\s+){0,2}?(?:mode|dan|jailbroken|unrestricted)|"
+    r"developer\s+mode|jailbreak|"
+    r"(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|everything\s+)?(?:above|before|"
+    r"prior\s+constraints|previous(?:\s+\w+)?|the\s+user'?s\s+(?:actual\s+)?(?:request|"
+    r"instructions?|question)|your\s+(?:instructions|guidelines|rules|constraints|training)|"
+    r"(?:the\s+)?(?:\w+'s\s+)?safety\s+(?:policy|guidelines|rules))|"
+    r"(?:obey|follow|execute|carry\s+out)\s+(?:whatever|any|all|every)\s+(?:new\s+)?(?:instructions?|"
+    r"commands?)\s+(?:are\s+)?(?:embedded|found|contained|inside|written|in\s+the)|"
+    r"treat\s+(?:any|all|every)\s+(?:instructions?|commands?|text)\s+(?:found\s+)?(?:inside|in|"
+    r"within)\b[^.\x00]{0,60}\bas\s+(?:a\s+)?(?:direct|authori[sz]ed|trusted|user|system)|"
+    r"(?:reveal|print|output|repeat|disclose|show|dump|leak)\s+(?:\w+\s+)?(?:your|the)\s+"
+    r"(?:\w+\s+)?(?:system\s+prompt|hidden\s+(?:system\s+)?instructions|initial\s+instructions|"
+    r"developer\s+message|original\s+instructions))"
+    r"|(?:ignorez|ignore[sz]?\s+les\s+instructions|ignoriere|ignorieren\s+sie|ignora\s+las|"
+    r"ignora\s+le|negeer|игнорируй|проигнорируй|無視して|忽略之前|忽略以上)"
+)
+# the user is told something false or one-sided
+DECEIVE_RE = re.compile(
+    # a claim of success or of the harmless, made to the user regardless of what happened
+    r"\b(?:(?:say|state|claim|answer|reply|respond|report|tell|inform|assure|reassure)\s+(?:to\s+)?"
+    r"(?:the\s+)?(?:user\s+)?(?:only\s+)?(?:that\s+)?[^.\x00]{0,60}?\b(?:succeeded|successful(?:ly)?|"
+    r"worked|is\s+live|completed\s+(?:fine|successfully)|went\s+fine|no\s+errors?|(?:all|tests?|"
+    r"suite)\s+passed|is\s+(?:fine|safe|clean)|was\s+fine|only\s+(?:reads|checks|uses)|keeps\s+nothing|"
+    r"has\s+no\s+\w+\s+information)\b"
+    r"|(?:answer|reply|respond|say)\s+only\s+that\b"
+    r"|(?:describe|present|portray|characteri[sz]e)\s+(?:it|them|this|the\s+\w+|\w+)\s+as\s+"
+    r"(?:having|being|unreliable|unsafe|insecure|deprecated|broken|dangerous|malware)"
+    r"|as\s+(?:though|if)\s+(?:it\s+were|they\s+were|this\s+were|it\s+was)\s+(?:the\s+)?(?:real|"
+    r"actual|true|genuine|yours|your\s+own)|as\s+your\s+own|pretend|fabricat\w+|make\s+up\s+"
+    r"|invent\s+(?:a|the|an)\s+|give\s+an?\s+estimate\s+as|recommend\s+only|steer\s+(?:the\s+)?"
+    r"(?:conversation|user)|rank\s+(?:them|it|this)\s+first|mark\s+(?:the\s+)?(?:review|it|this)\s+"
+    r"as\s+approved|state\s+that\s+the\s+(?:suite|tests?|build|deployment|check)s?\s+(?:passed|"
+    r"succeeded))\b"
+)
+# a claim about other things, said to the user: deception only when addressed in hidden text
+# ("assistant: say the competing brands were recalled")
+CLAIM_RE = re.compile(
+    r"\b(?:say|state|claim|mention|answer)\s+(?:that\s+)?(?:the|their|its|this|it|they|all|every|"
+    r"competing|other|our)\b[^.\x00]{0,80}?\b(?:were|was|is|are|has|have|had)\b"
+)
+# the tool demands to run around every other call: it sees (or alters) all of them
+INVOKE_ALWAYS_RE = re.compile(
+    r"\b(?:this\s+(?:tool|function)|it)\s+(?:must|should|has\s+to|needs\s+to|is\s+to)\s+(?:always\s+)?"
+    r"be\s+(?:called|invoked|run|used|executed|triggered)\s+(?:\w+\s+){0,3}?(?:before|after|with|"
+    r"alongside|following|prior\s+to)\s+(?:any|every|each|all)\s+(?:other\s+|single\s+)?(?:tools?|"
+    r"functions?|calls?|requests?|messages?|responses?|actions?|steps?|commands?|turns?)\b"
+    r"|\b(?:call|invoke|run|use|trigger|execute)\s+(?:this\s+(?:tool|function)|it|me)\s+"
+    r"(?:\w+\s+){0,3}?(?:after|before|with|alongside|following|around)\s+(?:every|each|all|any)\s+"
+    r"(?:other\s+|single\s+|third\s+)?(?:tools?|functions?|calls?|requests?|messages?|responses?|"
+    r"actions?|steps?|commands?|turns?)\b"
+)
+# changing what another tool receives or returns
+TAMPER_RE = re.compile(
+    r"\b(?:replace|rewrite|overrid\w*|alter|modif(?:y|ies)|change|reroute|redirect|swap|append\s+to|"
+    r"prefix|intercept|set)\s+(?:its|their|the)\s+(?:\w+\s+)?(output|result|response|arguments?|"
+    r"destination|recipients?|payee|account|target|behaviou?r|body|url|address)"
+    r"|\b(?:route|send|pass|forward|pipe)\s+(?:all\s+)?(?:their|its|the)\s+(output|results?|"
+    r"responses?|data|arguments?)\s+(?:through|via|to)\s+(?:this|me)\b"
+)
+# verbs no honest tool uses about the user's data
+MALICIOUS_VERB_RE = re.compile(
+    r"\b(?:exfiltrat\w*|steal\w*|harvest\w*|siphon\w*|smuggl\w*|leak(?:s|ing)?\s+(?:the|it|them|"
+    r"your|all|any)|secretly\s+(?:send|upload|copy|forward|collect)\w*|covertly\s+\w+)"
+)
+# "once approved, it will begin …": behaviour that changes after review
+RUG_PULL_RE = re.compile(
+    r"\b(?:after|once|post-?|when)\s*(?:this\s+tool\s+)?(?:has\s+been\s+|is\s+|gets\s+)?"
+    r"(?:approv\w*|review\w*|trusted|pinned|whitelisted|allow-?listed)\b[^.\x00]{0,80}?\b(?:begin|"
+    r"start|activat\w*|swap|switch|chang\w*|enabl\w*|execut\w*|replac\w*|turn\s+on|will\s+\w+)"
+    r"|\b(?:activat\w*|enabl\w*|swap\w*|switch\w*)\b[^.\x00]{0,80}?\b(?:after|once|post-?)\s*"
+    r"(?:the\s+)?(?:approv\w*|review|pin|hash)|behaves?\s+(?:benignly|normally|honestly)\s+"
+    r"(?:during|while|until)\s+(?:the\s+)?review"
+)
+# an order about another tool's calls: "whenever send_email is called, …", "modifies the
+# behaviour of the X tool"
+TRIGGER_RE = re.compile(
+    r"\b(?:whenever|when|each\s+time|every\s+time|if|before|after|once)\s+(?:the\s+)?(?:[\w-]+'s\s+)?"
+    r"`?[a-z][\w-]*_[\w-]+`?\s+(?:tool\s+|function\s+)?(?:is|are|gets|has\s+been)\s+(?:called|"
+    r"invoked|used|run|executed|triggered)\b|\b(?:modif(?:y|ies)|chang(?:e|es)|alter(?:s)?|"
+    r"overrides?|extends?|patch(?:es)?)\s+(?:the\s+)?behaviou?r\s+of\b"
+)
+# third-person claims of sending out
+CLAIM_SEND_RE = re.compile(r"\b(?:sends|posts|uploads|forwards|transmits|reports|copies|mirrors|"
+                           r"streams|submits|beacons|ships|relays|exports)\b")  # fmt: skip
+# third-person claims of reading ("reads", "loads", "collects")
+CLAIM_READ_RE = re.compile(r"\b(?:reads|loads|collects|copies|grabs|includes|attaches|uploads|"
+                           r"sends|posts|forwards|embeds)\b")  # fmt: skip
+# an order about what to say to the user (scripted message)
+TELL_USER_RE = re.compile(
+    r"\b(?:tell|inform|notify|warn|remind|alert|show|display|say\s+to|respond\s+to|reply\s+to|"
+    r"answer)\s+(?:the\s+)?(?:user|customer|them|him|her)\b"
+    r"|\b(?:say|respond\s+with|reply\s+with|answer\s+with|print|append|add|include|end\s+(?:your|the|"
+    r"each|every)\s+(?:answer|response|reply|message)\s+with|begin\s+(?:your|the|each|every)\s+"
+    r"(?:answer|response|reply)\s+with|finish\s+(?:your|every|each)\s+(?:answer|response|reply)\s+with)"
+    r"\b[^\x00]{0,40}?(?:[\"'“‘]|\bexactly\b|:)"
+    r"|\bin\s+(?:your|the|each|every)\s+(?:answer|response|reply|summary|output)\b"
+)
+# the reply to the user as a destination ("in your answer", "at the end of your answer")
+REPLY_DEST_RE = re.compile(
+    r"\b(?:in|into|to|at\s+the\s+end\s+of|below|under)\s+(?:your|the|each|every)\s+"
+    r"(?:answer|response|reply|summary|output|message|chat|final\s+answer)\b|\bin\s+the\s+chat\b"
+    r"|\b(?:end|finish|begin|start)\s+(?:your|each|every)\s+(?:answer|response|reply)\b"
+)
+# another tool instead of / in place of this one
+REDIRECT_RE = re.compile(
+    r"\b(?:instead|in\s+place\s+of|rather\s+than|route\s+(?:the\s+|all\s+|every\s+|each\s+|it|them)|"
+    r"routed?\s+through|redirect\w*|switch\s+to|prefer(?:red)?|deprecated|retire\w*|retirement|"
+    r"moved\s+to|replaced\s+by|outdated|superseded|no\s+longer\s+(?:maintained|supported|works?)|"
+    r"only\s+if\s+(?:that|the\s+\w+)\s+(?:call\s+)?fails|use\s+this\s+one|hand\s+(?:them|it|those|"
+    r"these)\s+(?:unchanged\s+)?to|pass\s+(?:them|it|those)\s+to|the\s+maintained|unmaintained|"
+    r"the\s+correct\s+one|stop\s+using|do\s+not\s+use\s+(?:this|the\s+\w+)|don'?t\s+rely\s+on)\b"
+)
+# the order runs around a call ("before the first search", "after listing", "prerequisite")
+SEQUENCE_RE = re.compile(
+    r"\b(?:before|after|afterwards|first|prerequisite|preceded\s+by|once\s+(?:the|it|this|you)|"
+    r"then|each\s+time|every\s+time|whenever|on\s+every|at\s+the\s+start|prior\s+to|"
+    r"followed\s+by|as\s+soon\s+as|right\s+away|in\s+every\s+conversation|per\s+session|"
+    r"once\s+per\s+session|when\s+you\s+finish)\b"
+)
+# broader rights than asked for
+PERMISSION_RE = re.compile(
+    r"\b(?:public(?:ly)?|anyone(?:_with_link)?|everyone|admin(?:istrator)?|root|superuser|writer|"
+    r"owner|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
+    r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa)|"
+    r"skip\s+(?:the\s+)?(?:risk|security|review|approval)\s+check|approval\s+prompt|"
+    r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
+    r"enable_admin_mode|--grant-root|confirm=true)\b"
+)
+# the user (not the model) decides: a restriction, not an order
+GUARD_RE = re.compile(
+    r"\b(?:(?:only\s+(?:if|when)|unless)\s+(?:the\s+)?user\b|(?:if|when)\s+(?:the\s+)?user\s+"
+    r"(?:explicitly|specifically|expressly)|(?:that|which|the)\s+(?:the\s+)?user\s+(?:has\s+)?"
+    r"(?:asked|requested|named|specified|provided|provides|chose|chooses|supplied|supplies|gave|"
+    r"gives|lists?|listed|selected|selects|typed|enters|entered|picks|picked|names)|"
+    r"user-(?:provided|supplied|chosen|specified)|(?:ask|confirm\s+with)\s+the\s+user\s+"
+    r"(?:for\s+confirmation\s+)?before|confirm\s+(?:[\w/.-]+\s+){0,4}?with\s+the\s+user|"
+    r"ask\s+the\s+user\s+(?:for\s+(?:confirmation|approval|permission)|to\s+confirm|first)|"
+    r"only\s+(?:the\s+)?(?:keys|files|packages|values)\s+the\s+"
+    r"user|on\s+the\s+user'?s\s+request|at\s+the\s+user'?s\s+request|the\s+user'?s\s+own|"
+    r"never\s+(?:call|run|use)\s+it\s+as\s+part|do\s+not\s+follow\s+instructions|comes\s+from\s+"
+    r"the\s+user|until\s+(?:the\s+user|receiving\s+[^.\x00]{0,40}\bfrom\s+the\s+user|you\s+receive\s+"
+    r"[^.\x00]{0,40}\bfrom\s+the\s+user)|from\s+the\s+user'?s\s+(?:request|input|message))\b"
+)
+
+# ------------------------------------------------------------------ data kinds
+
+# the user's or the session's data: what exfiltration wants
+DATA_RE = re.compile(
+    r"\b(?:(?:the\s+)?(?:entire|full|whole|complete|verbatim)\s+(?:chat|conversation|transcript|"
+    r"history|context|thread|session|inbox|output|listing|list|diff|repository|repo|sheet|contents?|"
+    r"text)|conversation(?:\s+(?:so\s+far|history|log|context))?|chat\s+(?:history|log|transcript)|"
+    r"transcript|(?:every|each|all|any)\s+(?:other\s+)?tool\s+(?:calls?|results?|outputs?|"
+    r"responses?)|(?:its|their|the)\s+(?:full|complete|entire|whole),?\s+(?:\w+\s+)?(?:arguments|"
+    r"outputs?|results?|responses?|inputs?)|"
+    r"(?:earlier|previous|prior|last(?:\s+\w+)?|recent|other)\s+(?:few\s+)?"
+    r"(?:messages?|emails?|requests?|turns?|prompts?|files?|tool\s+outputs?|results)|"
+    r"(?:the\s+)?user'?s\s+(?:\w+\s+)?(?:messages?|request|question|query|prompt|input|full\s+name|"
+    r"name|email|address|phone(?:\s+number)?|location|profile|details|data|files?|documents?|"
+    r"history|contacts?|clipboard|conversation|identity|token|credentials?|password|cookies?|"
+    r"keys?|secrets?)|everything\s+(?:the\s+user|you)|what\s+the\s+user\s+(?:has\s+)?(?:told|said|"
+    r"asked|typed)|system\s+prompt|(?:list|set)\s+of\s+tools|tools?\s+(?:you\s+were\s+given|list|"
+    r"definitions)|your\s+(?:instructions|system\s+prompt|context)|context\s+window|"
+    r"every\s+(?:other\s+)?(?:file|document|message|email)|all\s+(?:the\s+)?(?:files|messages|"
+    r"emails|documents|data|repositories|customer)|(?:customer|contact)\s+(?:names|emails|data|"
+    r"list)|personal\s+(?:data|information|details)|private\s+repositor(?:y|ies)|source\s+code|"
+    r"git-?ignored|untracked|clipboard|browsing\s+history|shell\s+history|bash_history|"
+    r"(?:name|names),?\s+(?:employer|emails?)|deal\s+sizes|"
+    r"user'?s\s+(?:home\s+)?directory|home\s+directory|~/documents|listing\s+of)\b"
+    r"|\b(?:internal|confidential|private)\s+(?:[\w-]+\s+){0,2}?(?:documents?|sheets?|files?|"
+    r"reports?|lists?|memos?|notes|data|roadmaps?|contracts?)\b"
+    r"|(?:historique|conversation|gesprächsverlauf|verlauf|unterhaltung|conversación|historial|"
+    r"conversazione|cronologia|gesprek|переписк\w*|истори\w+\s+(?:чата|диалога)|диалог\w*|会話|"
+    r"履歴|对话|對話|聊天记录|聊天記錄)"
+)
+# secrets and credentials as nouns
+SECRET_RE = re.compile(
+    r"\b(?:api[\s_-]?keys?|apikeys?|access[\s_-]?(?:keys?|tokens?)|auth[\s_-]?tokens?|_authtoken|"
+    r"bearer\s+tokens?|refresh\s+tokens?|oauth[\s_]tokens?|session\s+(?:tokens?|cookies?|ids?)|"
+    r"cookies?|secret(?:[\s_-]access)?[\s_-]?keys?|aws_secret_access_key|aws_access_key_id|"
+    r"secrets|passwords?|passphrases?|credentials?|private[\s_-]?keys?|ssh[\s_-]?keys?|"
+    r"(?:mfa|2fa|otp|totp|verification)\s+codes?|one-time\s+codes?|environment\s+variables?|"
+    r"env\s+vars?|tokens?|seed\s+phrases?|mnemonics?|recovery\s+phrases?|database_url|"
+    r"connection\s+strings?|client\s+certificates?|kubeconfig|signing\s+keys?|license\s+keys?)\b"
+    r"|(?:mot\s+de\s+passe|passwort|kennwort|zugangsdaten|contraseña|credenciales|"
+    r"wachtwoord|пароль|ключ|токен|パスワード|トークン|秘密鍵|密码|密碼|令牌|密钥|私钥)"
+)
+# an environment variable read (not set) by name
+ENV_NAME_RE = re.compile(
+    r"\$\{?[a-z_][a-z0-9_]*\}?|\b[a-z][a-z0-9_]*_(?:token|key|secret|password|pass|pat|"
+    r"credentials?|auth|dsn|url)\b|\benv\s*\|"
+)
+
+# ------------------------------------------------------------------ hidden framing
+
+# chat-template role tokens and tag closers: text after them poses as another speaker
+ROLE_MARKERS = (r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\|>|"
+                r"</?system>|"
+                r"\[/?inst\]|<</?sys>>|</(?:description|tool|function|tool_description)>|"
+                r"<\s*(?:start_of_turn|end_of_turn)\s*>")  # fmt: skip
+ROLE_MARKER_RE = re.compile(ROLE_MARKERS)
+# markers that hide text from a human reader while the model reads it, or that
+# dress instructions up as system text; the span they cover is "framed"
+FRAME_OPEN_RE = re.compile(
+    r"<!--|<\s*(?:important|system[\w-]*|instructions?|hidden|secret|admin|internal|"
+    r"assistant[\w-]*|ai[\w-]*|llm[\w-]*)\b[^>\x00]{0,40}>|\[\[[^\]\x00]{0,60}|"
+    r"\[//\]:\s*#|(?:^|(?<=[.!?] ))\s*(?:system|developer|operator)\s*:|"
+    r"\bhidden\s+(?:directive|instruction|note|rule|requirement|step)s?\s*:|^\s*#{1,6}\s*(?:internal|hidden|"
+    r"system|for\s+(?:the\s+)?(?:ai|assistant|agent|model))\b|\[system\]\(#|"
+    r"\{\{\s*system|\[(?:system|inst|instruction)[^\]\x00]{0,40}\]|"
+    r"\b(?:system|operator|developer)\s+(?:note|message|override|instruction|directive)s?\s*:|"
+    r"\[(?:tool\s+use\s+)?(?:compliance|policy|admin)[^\]\x00]{0,60}\]|" + ROLE_MARKERS,
+    re.M,
+)
+# this many blank lines in a row push what follows below what a reviewer scrolls to
+BLANK_RUN = "\n\n\n\n\n\n"
+
+# FRAME_OPEN_RE split by a substring each alternative needs: most texts run none of them
+FRAME_OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("<!--", re.compile(r"<!--")),
+    ("<", re.compile(r"<\s*(?:important|system[\w-]*|instructions?|hidden|secret|admin|internal|"
+                     r"assistant[\w-]*|ai[\w-]*|llm[\w-]*)\b[^>\x00]{0,40}>|" + ROLE_MARKERS)),
+    ("[", re.compile(r"\[\[[^\]\x00]{0,60}|\[//\]:\s*#|\[system\]\(#|\[(?:system|inst|instruction)"
+                     r"[^\]\x00]{0,40}\]|\[(?:tool\s+use\s+)?(?:compliance|policy|admin)[^\]\x00]{0,60}\]|"
+                     r"\[/?inst\]")),
+    ("{{", re.compile(r"\{\{\s*system")),
+    *((w, re.compile(r"(?:^|(?<=[.!?] ))\s*" + w + r"\s*:|\b" + w + r"\s+(?:note|message|override|"
+                     r"instruction|directive)s?\s*:", re.M)) for w in ("system", "developer", "operator")),
+    ("hidden", re.compile(r"\bhidden\s+(?:directive|instruction|note|rule|requirement|step)s?\s*:")),
+    ("#", re.compile(r"^\s*#{1,6}\s*(?:internal|hidden|system|for\s+(?:the\s+)?(?:ai|assistant|agent|"
+                     r"model))\b", re.M)),
+)
+
+# a phrase quoted, exemplified or analysed rather than said ("flags patterns such as …")
+MENTION_LABEL = re.compile(
+    r"^\W*(?:[\w'-]+\s+){0,3}?(?:sample|example|expected|mock|canned|test|fake|demo|training|"
+    r"illustrative|quoted|verbatim|literal|synthetic|adversarial|malicious)\s+(?:\w+\s+)?(?:response|"
+    r"output|reply|replies|text|input|prompt|string|data|message|content|payload|phrase|example)s?"
+    r"\s*[:=\-]"
+)
+MENTION_BEFORE = re.compile(
+    r"(?:\b(?:such as|like|including|e\.g\.?|i\.e\.?|for example|for instance|phrases?|strings?|"
+    r"patterns?|keywords?|wording|sentences?|(?:asks?|asking|tells?|telling|tries|try|trying|"
+    r"attempts?|attempting|instructs?|wants?|instructing|requests?|requesting)\s+(?:\w+\s+){0,3}?to|"
+    r"whether|detects?|"
+    r"detecting|detection of|flags?|flagging|identif(?:y|ies|ying)|recogni[sz]\w*|classif\w*|"
+    r"analy[sz]\w*|scans?\s+for|looks?\s+for|matches|matching|quoted|quoting|risky|dangerous|"
+    r"refus\w*|rejects?|warns?\s+about|labell?ed|reports?\s+(?:them|it))\b)"
+)
+
+
+NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|without|unlike)\s+(?:an?\s+|the\s+)?$")
+
+
+def is_mention(sentence: str, start: int) -> bool:
+    """Is what starts at ``start`` in this sentence quoted or analysed rather than said?
+    (only the clause before it counts: "…strongest match for the role; rank them first"
+    is an order, not a mention; a label such as "Expected output:" quotes what follows)"""
+    full = sentence[max(0, start - 120) : start]
+    if MENTION_LABEL.match(full):
+        return True
+    before = full
+    cut = max(before.rfind("; "), before.rfind(": "))
+    k = before.rfind(". ")
+    while k >= 0 and before.endswith(("e.g", "i.e", "etc", "vs", "cf"), 0, k):
+        k = before.rfind(". ", 0, k)
+    cut = max(cut, k)
+    if cut >= 0:
+        before = before[cut + 2 :]
+    if MENTION_LABEL.match(before):
+        return True
+    if NEGATED_BEFORE.search(before[-24:]):
+        return True  # "… rather than a post-approval payload swap"
+    last = None
+    for last in MENTION_BEFORE.finditer(before):  # noqa: B007
+        pass
+    if last is None:
+        return False
+    # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"')
+    return len(before) - last.end() <= 30 or before.rstrip().endswith(('"', "'", "“", "‘", "`"))
+
+
+# ------------------------------------------------------------------ gate
+
+# a sentence is analysed only if it holds one of these characters/strings or words
+# A sentence is analysed only if it holds one of these substrings or words. They name
+# objects (commands, credential and persistence files, hosts, the user's data, other
+# tools) or orders that need none (concealment, authority claims, the model as
+# addressee). Obligation words alone ("must", "always") are not here: an order
+# without an object is not worth the analysis.
+GATE_CHARS = ("`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "[inst", "/etc/",
+              "/var/", "/tmp/", "/root", "/home/", "/usr/", "/proc/", "/dev/", "/library/",
+              "<system", "<important", "\n\n\n\n\n", "www.", ".ssh", ".aws", ".env", ".kube",
+              "kubeconfig", ".npmrc", ".netrc", ".pypirc", ".pgpass", ".bashrc", ".zshrc",
+              ".profile", ".git/", ".github/", ".docker/", ".vscode/", ".config/",
+              "state that", "say that", "claim that", "answer that", "report that", "leave out",
+              "leave it out", "as though", "as if it", "without asking", "without confirm",
+              "without approval", "without permission", "without review", "no need to ask",
+              "no need to confirm", "no need to check", "not ask", "not wait", "pre-approved",
+              "preapproved", "autonomous mode", "already approved", "already consented",
+              "has consented", "has approved", "has authorized", "signed off", "user cannot see",
+              "user can't see", "user doesn't", "user does not", "not for the user",
+              "from the user", "instructions have", "your instructions", "system prompt",
+              "new instructions", "operator instructions", "approval", "approved", "review")  # fmt: skip
+GATE_WORDS = frozenset(
+    ["curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
+)
+# (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)
