@@ -55,6 +55,17 @@ def check_caps() -> Check:
     )
 
 
+def check_arch() -> Check:
+    from agentsh.agent.netmon.bpfsys import arch
+    from agentsh.agent.netmon.errors import BPFUnavailable
+
+    try:
+        a = arch()
+    except BPFUnavailable as e:
+        return Check("architecture", "FAIL", e.reason, e.fix)
+    return Check("architecture", "ok", f"{a.machine} (bpf syscall {a.nr_bpf})")
+
+
 def check_bcc() -> Check:
     try:
         import bcc
@@ -297,7 +308,8 @@ def check_coverage(socket_path: str | None) -> list[Check]:
 
 
 def run_checks(socket_path: str | None, compile_test: bool) -> list[Check]:
-    checks = [check_caps(), check_bcc(), check_headers(), *check_mounts(), *check_kernel()]
+    checks = [check_arch(), check_caps(), check_bcc(), check_headers()]
+    checks += [*check_mounts(), *check_kernel()]
     if compile_test:
         checks.append(check_compile())
     checks.extend(check_daemon(socket_path))

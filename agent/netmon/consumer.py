@@ -1,10 +1,11 @@
 """Ring-buffer consumer: kernel records → events, on a thread of its own.
 
 The poll loop runs in a daemon thread (``ring_buffer_poll`` with a timeout),
-never on the event loop. Per record the work is fixed: unpack a 68-byte
-struct, two dict lookups (formatted address, server), a cached process lookup,
-build the event without validation (the fields come from our own struct) and
-``emit()`` (thread-safe, non-blocking).
+never on the event loop. Per record the work is fixed: unpack one fixed-size
+record, two dict lookups (formatted address, server), a cached process lookup,
+build the event without validation (the fields come from our own struct,
+whose layout ``layout.EVENT`` the compiler checked) and ``emit()``
+(thread-safe, non-blocking).
 
 Lost records: the kernel counts failed ring-buffer reservations in the pinned
 per-CPU ``stats_v1`` map; this thread reads it about once a second and emits
@@ -16,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import ipaddress
 import logging
-import struct
+import operator
 import threading
 import time
 from collections.abc import Callable
@@ -28,16 +29,35 @@ from agentsh.agent.events.models import (
     MCPNetworkConnection,
     NetworkConnect,
 )
-from agentsh.agent.netmon.maps import ACT_BLOCK, TAG_NAMES
+from agentsh.agent.netmon.layout import (
+    ACT_BLOCK,
+    EVENT,
+    FAM_UNIX,
+    FAM_V4,
+    FAM_V6,
+    KIND_SENDMSG,
+    KIND_TRACE,
+    MAP_STATS,
+    STAT_BLOCKED,
+    STAT_LOST,
+    STAT_MATCHED,
+    STAT_MAX,
+    STAT_TRACE_LOST,
+    TAG_NAMES,
+)
 from agentsh.agent.netmon.procinfo import ProcCache
 from agentsh.agent.netmon.resolver import ServerRef
 
 log = logging.getLogger("agentsh.netmon")
 
-# struct event in bpf/netmon.c
-REC = struct.Struct("=QIIII16sHBBBBHi16s")
-KIND_CONNECT, KIND_SENDMSG, KIND_TRACE = 0, 1, 2
-STAT_LOST, STAT_MATCHED, STAT_BLOCKED, STAT_TRACE_LOST = 0, 1, 2, 3
+REC = EVENT.struct
+# The fields handle() uses, by name, in the order it unpacks them (one C-level
+# itemgetter per record instead of a namedtuple: this is the hot path).
+_FIELDS = operator.itemgetter(*(EVENT.names.index(n) for n in (
+    "cgroup_id", "tgid", "uid", "server_idx", "addr", "port", "family",
+    "protocol", "action", "kind", "tag", "ret", "comm",
+)))
+_FAMILY = {FAM_V4: "ipv4", FAM_V6: "ipv6", FAM_UNIX: "unix"}
 _V4MAPPED = b"\0" * 10 + b"\xff\xff"
 _PROTO = {6: "tcp", 17: "udp"}
 
@@ -76,7 +96,7 @@ class Consumer:
         self.blocked_total = 0
         self._lost_reported: int | None = None
         self.last_error: str | None = None
-        self._stats_table = programs.table("stats_v1")
+        self._stats_table = programs.table(MAP_STATS)
         self._cb = self._on_record  # keep a reference for the ctypes callback
 
     # ------------------------------------------------------------------ thread
@@ -127,33 +147,19 @@ class Consumer:
         return 0
 
     def handle(self, raw: bytes) -> None:
-        (
-            cgid,
-            tgid,
-            _tid,
-            uid,
-            sidx,
-            addr,
-            port,
-            family,
-            proto,
-            action,
-            kind,
-            tag,
-            ret,
-            comm_b,
-        ) = REC.unpack(raw)
+        (cgid, tgid, uid, sidx, addr, port, family, proto, action, kind, tag, ret, comm_b) = (
+            _FIELDS(REC.unpack(raw))
+        )
         self.seen += 1
         comm = comm_b.split(b"\0", 1)[0].decode(errors="replace")
         facts = self.proc.get(tgid, comm, uid)
         if kind == KIND_TRACE:
             self.trace_seen += 1
-            fam = {4: "ipv4", 6: "ipv6", 1: "unix"}.get(family, "other")
-            remote = self._remote(addr, port) if family in (4, 6) else ""
+            remote = self._remote(addr, port) if family in (FAM_V4, FAM_V6) else ""
             ev: Event = NetworkConnect.model_construct(
                 source="bpf",
                 remote_addr=remote,
-                family=fam,
+                family=_FAMILY.get(family, "other"),
                 result=ret,
                 cgroup_id=cgid,
                 pid=tgid,
@@ -174,7 +180,7 @@ class Consumer:
                 server_type=ref.server_type,
                 action="block" if action == ACT_BLOCK else "allow",
                 protocol=_PROTO.get(proto, "tcp"),
-                family="ipv4" if family == 4 else "ipv6",
+                family="ipv4" if family == FAM_V4 else "ipv6",
                 phase="sendmsg" if kind == KIND_SENDMSG else "connect",
                 cgroup_id=cgid,
                 tag=TAG_NAMES.get(tag),
@@ -206,13 +212,16 @@ class Consumer:
     def read_stats(self) -> None:
         t = self._stats_table
         vals = []
-        for i in range(4):
+        for i in range(STAT_MAX):
             try:
                 per_cpu = t[t.Key(i)]
                 vals.append(int(sum(per_cpu)))
             except Exception:
                 vals.append(0)
-        self.lost_total, self.matched_total, self.blocked_total, self.trace_lost_total = vals
+        self.lost_total = vals[STAT_LOST]
+        self.matched_total = vals[STAT_MATCHED]
+        self.blocked_total = vals[STAT_BLOCKED]
+        self.trace_lost_total = vals[STAT_TRACE_LOST]
 
     def check_lost(self) -> None:
         try:

@@ -4,6 +4,9 @@ Keys are (port, address prefix) in an LPM trie; IPv4 is stored as IPv4-mapped
 IPv6 so a v4-mapped connect on an AF_INET6 socket matches the same entry.
 Port 0 means "any port" (the kernel looks up the real port first, then 0).
 
+The key and value layouts are ``layout.WATCH_KEY`` / ``layout.WATCH_VAL``,
+which bpf/netmon.c is compiled against (docs/network.md#layout).
+
 ``WatchMap.sync`` makes the map equal to a desired set by updating changed and
 new entries first and deleting stale ones last, so an entry that stays blocked
 is never absent, not even for a moment.
@@ -16,23 +19,35 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-ACT_ALLOW = 0
-ACT_BLOCK = 1
-F_EMIT = 1
+from agentsh.agent.netmon.layout import (
+    ACT_ALLOW,
+    ACT_BLOCK,
+    F_EMIT,
+    TAG_DECLARED,
+    TAG_KNOWN_ENDPOINT,
+    TAG_NAMES,
+    TAG_REGISTRY,
+    TAG_SELFTEST,
+    WATCH_KEY,
+    WATCH_PORT_BITS,
+    WATCH_VAL,
+)
 
-TAG_DECLARED = 1
-TAG_KNOWN_ENDPOINT = 2
-TAG_REGISTRY = 3
-TAG_SELFTEST = 4
-TAG_NAMES = {
-    TAG_DECLARED: "declared",
-    TAG_KNOWN_ENDPOINT: "known_endpoint",
-    TAG_REGISTRY: "registry",
-    TAG_SELFTEST: "selftest",
-}
+__all__ = [
+    "ACT_ALLOW",
+    "ACT_BLOCK",
+    "F_EMIT",
+    "TAG_DECLARED",
+    "TAG_KNOWN_ENDPOINT",
+    "TAG_NAMES",
+    "TAG_REGISTRY",
+    "TAG_SELFTEST",
+    "Net",
+    "WatchKey",
+    "WatchMap",
+    "WatchVal",
+]
 
-_KEY = struct.Struct("=IH16s")  # prefixlen, port (network order), addr
-_VAL = struct.Struct("=IHBB")  # server_idx, tag, action, flags
 _V4MAPPED = b"\0" * 10 + b"\xff\xff"
 
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -50,17 +65,19 @@ class WatchKey:
         else:
             addr = self.net.network_address.packed
             plen = self.net.prefixlen
-        return _KEY.pack(16 + plen, _hton16(self.port), addr)
+        return WATCH_KEY.pack(
+            prefixlen=WATCH_PORT_BITS + plen, port=_hton16(self.port), addr=addr
+        )
 
     @classmethod
     def decode(cls, raw: bytes) -> WatchKey:
-        plen, port_n, addr = _KEY.unpack(raw)
-        plen -= 16
+        k = WATCH_KEY.unpack(raw)
+        plen, addr = k.prefixlen - WATCH_PORT_BITS, k.addr
         if addr[:12] == _V4MAPPED and plen >= 96:
             net: Net = ipaddress.IPv4Network((addr[12:], plen - 96), strict=False)
         else:
             net = ipaddress.IPv6Network((addr, plen), strict=False)
-        return cls(net, _hton16(port_n))
+        return cls(net, _hton16(k.port))
 
     def __str__(self) -> str:
         host = str(self.net.network_address) if self.net.num_addresses == 1 else str(self.net)
@@ -77,11 +94,14 @@ class WatchVal:
     flags: int
 
     def encode(self) -> bytes:
-        return _VAL.pack(self.server_idx, self.tag, self.action, self.flags)
+        return WATCH_VAL.pack(
+            server_idx=self.server_idx, tag=self.tag, action=self.action, flags=self.flags
+        )
 
     @classmethod
     def decode(cls, raw: bytes) -> WatchVal:
-        return cls(*_VAL.unpack(raw))
+        v = WATCH_VAL.unpack(raw)
+        return cls(server_idx=v.server_idx, tag=v.tag, action=v.action, flags=v.flags)
 
 
 def _hton16(v: int) -> int:

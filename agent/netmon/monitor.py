@@ -27,6 +27,7 @@ from agentsh.agent.netmon.consumer import Consumer
 from agentsh.agent.netmon.discovery import Discovery
 from agentsh.agent.netmon.errors import BPFUnavailable
 from agentsh.agent.netmon.existing import scan
+from agentsh.agent.netmon.layout import EVENTS_RING_BYTES, MAP_WATCH, WATCH_MAX_ENTRIES
 from agentsh.agent.netmon.maps import ACT_BLOCK, TAG_NAMES, WatchMap
 from agentsh.agent.netmon.procinfo import ProcCache
 from agentsh.agent.netmon.programs import Programs, check_prerequisites, detach_all
@@ -118,7 +119,7 @@ class NetworkMonitor:
         cg.ensure_bpffs(net.pin_dir)
         self.programs = Programs(net.pin_dir, self.cgroup_dir)
         await asyncio.to_thread(self.programs.compile)
-        self.watch = WatchMap(self.programs.table("watch_v1"))
+        self.watch = WatchMap(self.programs.table(MAP_WATCH))
         # Fill the (possibly inherited) map before the new programs take over.
         await self._resolve(force=True)
         self._sync()
@@ -332,8 +333,12 @@ class NetworkMonitor:
         if self.watch is not None:
             blocked = sum(1 for v in self.watch.current.values() if v.action == ACT_BLOCK)
             out["maps"] = {
-                "watch_v1": {"max_entries": 65536, "entries": len(self.watch), "blocked": blocked},
-                "events_v1": {"bytes": 512 * 4096},
+                "watch_v1": {
+                    "max_entries": WATCH_MAX_ENTRIES,
+                    "entries": len(self.watch),
+                    "blocked": blocked,
+                },
+                "events_v1": {"bytes": EVENTS_RING_BYTES},
             }
         if self.watchlist is not None:
             out["watched_servers"] = {

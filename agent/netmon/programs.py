@@ -21,14 +21,16 @@ import contextlib
 import os
 import platform
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentsh.agent.netmon import bpfsys
+from agentsh.agent.netmon import bpfsys, layout
 from agentsh.agent.netmon.cgroup import cgroup_id, ensure_tracefs, open_dir
 from agentsh.agent.netmon.errors import BPFUnavailable
+from agentsh.agent.netmon.layout import META_VAL
 
 SOURCE = Path(__file__).resolve().parents[2] / "bpf" / "netmon.c"
 
@@ -39,7 +41,10 @@ CGROUP_PROGS: dict[str, int] = {
     "agentsh_s4": bpfsys.CGROUP_UDP4_SENDMSG,
     "agentsh_s6": bpfsys.CGROUP_UDP6_SENDMSG,
 }
-PINNED_MAPS = ("watch_v1", "stats_v1", "meta_v1", "events_v1")
+TRACE_PROGS = {  # tracepoint -> function
+    "syscalls:sys_enter_connect": "agentsh_tenter",
+    "syscalls:sys_exit_connect": "agentsh_texit",
+}
 
 _CAP_SYS_ADMIN = 21
 _CAP_PERFMON = 38
@@ -66,6 +71,7 @@ def effective_caps() -> int:
 
 def check_prerequisites() -> None:
     """Raise BPFUnavailable with a fix for the first missing prerequisite."""
+    bpfsys.arch()
     caps = effective_caps()
     has_bpf = bool(caps & (1 << _CAP_BPF)) or bool(caps & (1 << _CAP_SYS_ADMIN))
     if not has_bpf:
@@ -126,15 +132,12 @@ class Programs:
     def compile(self) -> None:
         import time
 
+        bpfsys.arch()
         bcc = import_bcc()
-        pin = self.pin_dir.rstrip("/")
-        if '"' in pin or "\\" in pin:
-            raise BPFUnavailable(f"pin_dir {pin!r} contains quotes", "use a plain path")
-        cflags = [
-            f'-DAGENTSH_PIN_DIR="{pin}"',
-            "-DAGENTSH_TRACE_CGROUP=1",
-            "-Wno-macro-redefined",
-        ]
+        try:
+            cflags = compile_flags(self.pin_dir)
+        except ValueError as e:
+            raise BPFUnavailable(str(e), "use a plain path") from e
         t0 = time.monotonic()
         try:
             self.bpf = bcc.BPF(src_file=str(_source_path()).encode(), cflags=cflags)
@@ -151,6 +154,34 @@ class Programs:
                 )
         except Exception as e:
             raise BPFUnavailable(f"loading cgroup programs failed: {e}", "") from e
+        self._check_maps()
+
+    def _check_maps(self) -> None:
+        """The maps as created (or reused from pins) are the ones the layout
+        describes: each name exists in the program, its pin is that very map,
+        and the kernel's type, key/value size and capacity match. A pin left
+        by an older, different layout is refused here instead of misread."""
+        for spec in layout.MAPS:
+            try:
+                fd = self.table(spec.name).map_fd
+            except KeyError as e:
+                raise BPFUnavailable(f"bpf/netmon.c has no map {spec.name}", "") from e
+            info = bpfsys.map_info(fd)
+            got = (info.type, info.key_size, info.value_size, info.max_entries)
+            want = (spec.type, spec.key_size, spec.value_size, spec.max_entries)
+            if got != want:
+                raise BPFUnavailable(
+                    f"map {spec.name} is (type, key, value, entries) {got}, the layout says {want}",
+                    f"a pin from another layout version is in {self.pin_dir}: "
+                    "`agentshctl bpf detach` removes it (docs/network.md#layout)",
+                )
+            pfd = bpfsys.obj_get(os.path.join(self.pin_dir, spec.name))
+            try:
+                pinned = bpfsys.map_info(pfd).id
+            finally:
+                os.close(pfd)
+            if pinned != info.id:
+                raise BPFUnavailable(f"pin {spec.name} is map {pinned}, not the program's {info.id}", "")
 
     def table(self, name: str) -> Any:
         return self.bpf[name.encode()]
@@ -206,16 +237,16 @@ class Programs:
         return out
 
     def _record_meta(self) -> None:
-        t = self.table("meta_v1")
+        t = self.table(layout.MAP_META)
         leaf = t.Leaf()
         leaf.cgroup_id = cgroup_id(self.cgroup_dir)
-        path = self.cgroup_dir.encode()[:247]
+        path = self.cgroup_dir.encode()[: META_VAL.fields["cgroup_path"].size - 1]
         leaf.cgroup_path = path
         t[t.Key(0)] = leaf
 
     def _read_meta_path(self) -> str | None:
         with contextlib.suppress(Exception):
-            t = self.table("meta_v1")
+            t = self.table(layout.MAP_META)
             p = bytes(t[t.Key(0)].cgroup_path).split(b"\0", 1)[0].decode()
             return p or None
         return None
@@ -240,34 +271,33 @@ class Programs:
     def attach_trace(self) -> None:
         if self.trace_attached:
             return
-        ensure_tracefs()
-        bcc = import_bcc()
-        cg = self.table("trace_cgroup")
+        tracefs = ensure_tracefs()
+        check_tracepoints(tracefs)
+        cg = self.table(layout.MAP_TRACE_CGROUP)
         fd = open_dir(self.cgroup_dir)
         try:
             cg[0] = fd
         finally:
             os.close(fd)
         try:
-            self.bpf.attach_tracepoint(tp=b"syscalls:sys_enter_connect", fn_name=b"agentsh_tenter")
-            self.bpf.attach_tracepoint(tp=b"syscalls:sys_exit_connect", fn_name=b"agentsh_texit")
+            for tp, fn in TRACE_PROGS.items():
+                self.bpf.attach_tracepoint(tp=tp.encode(), fn_name=fn.encode())
         except Exception as e:
             raise BPFUnavailable(f"attaching connect tracepoints failed: {e}", "") from e
-        del bcc
         self.trace_attached = True
 
     def detach_trace(self) -> None:
         if not self.trace_attached:
             return
-        for tp in (b"syscalls:sys_enter_connect", b"syscalls:sys_exit_connect"):
+        for tp in TRACE_PROGS:
             with contextlib.suppress(Exception):
-                self.bpf.detach_tracepoint(tp)
+                self.bpf.detach_tracepoint(tp.encode())
         self.trace_attached = False
 
     # ------------------------------------------------------------------ ring buffer
 
     def open_ring(self, callback: Callable[[Any, int, int], int]) -> None:
-        self.table("events_v1").open_ring_buffer(callback)
+        self.table(layout.MAP_EVENTS).open_ring_buffer(callback)
 
     def poll(self, timeout_ms: int) -> None:
         self.bpf.ring_buffer_poll(timeout_ms)
@@ -281,6 +311,32 @@ class Programs:
             with contextlib.suppress(Exception):
                 self.bpf.cleanup()
             self.bpf = None
+
+
+def compile_flags(pin_dir: str, **layout_kw: Any) -> list[str]:
+    """The clang flags for bpf/netmon.c: everything it shares with Python
+    (``layout.cflags``; tests pass variations through ``layout_kw``), and a
+    header that redefines one of those names is an error, not a silent override."""
+    return [*layout.cflags(pin_dir.rstrip("/"), **layout_kw), "-Werror=macro-redefined"]
+
+
+def check_tracepoints(tracefs: str) -> None:
+    """Refuse trace_all when this kernel's connect tracepoint arguments are not
+    where the programs read them (docs/network.md#layout)."""
+    for tp, lay in layout.TRACEPOINTS.items():
+        path = os.path.join(tracefs, "events", tp, "format")
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError as e:
+            raise BPFUnavailable(
+                f"cannot read {path}: {e.strerror}",
+                "a kernel with CONFIG_FTRACE_SYSCALLS, or network.trace_all: false",
+            ) from e
+        why = layout.tracepoint_mismatch(lay, text)
+        if why is not None:
+            raise BPFUnavailable(f"tracepoint {tp} differs from the program: {why}",
+                                 "network.trace_all: false on this kernel")
 
 
 def _ours(cgroup_fd: int, atype: int, name: str) -> list[int]:
@@ -323,10 +379,7 @@ def detach_cgroup(cgroup_dir: str) -> list[str]:
 
 def read_pinned_cgroup(pin_dir: str) -> str | None:
     """The cgroup path recorded in the pinned meta map (without BCC)."""
-    import ctypes
-    import struct
-
-    path = os.path.join(pin_dir, "meta_v1")
+    path = os.path.join(pin_dir, layout.MAP_META)
     if not os.path.exists(path):
         return None
     try:
@@ -334,15 +387,15 @@ def read_pinned_cgroup(pin_dir: str) -> str | None:
     except OSError:
         return None
     try:
-        key = ctypes.c_uint32(0)
-        val = ctypes.create_string_buffer(256)
-        attr = ctypes.create_string_buffer(144)
-        struct.pack_into("=IIQQ", attr, 0, fd, 0, ctypes.addressof(key), ctypes.addressof(val))
         try:
-            bpfsys._bpf(1, attr)  # BPF_MAP_LOOKUP_ELEM
+            if bpfsys.map_info(fd).value_size != META_VAL.size:
+                return None  # another layout: not ours to read
+            raw = bpfsys.map_lookup(fd, (0).to_bytes(4, sys.byteorder), META_VAL.size)
         except OSError:
             return None
-        p = val.raw[8:].split(b"\0", 1)[0].decode(errors="replace")
+        if raw is None:
+            return None
+        p = META_VAL.unpack(raw).cgroup_path.split(b"\0", 1)[0].decode(errors="replace")
         return p or None
     finally:
         os.close(fd)
@@ -350,6 +403,10 @@ def read_pinned_cgroup(pin_dir: str) -> str | None:
 
 def detach_all(pin_dir: str, cgroup_path: str | None) -> list[str]:
     """Remove every attachment and pin agentsh made. Used by `agentshctl bpf detach`."""
+    try:
+        bpfsys.arch()
+    except BPFUnavailable as e:
+        return [f"skipped: {e.reason}"]  # nothing of ours can be attached here
     removed: list[str] = []
     places: list[str] = []
     recorded = read_pinned_cgroup(pin_dir)
