@@ -186,13 +186,18 @@ def _unbackslash(m: re.Match[str]) -> str:
     return _SIMPLE_ESC.get(e, e)
 
 
+_GARBAGE = {c: " " for c in range(32) if chr(c) not in "\t\r\n"}
+_GARBAGE[0xFFFD] = " "
+_MIN_CLEAN_RUN = 8
+
+
 def _utf8(b: bytes) -> str | None:
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    # decoded garbage that happens to be UTF-8 is mostly control characters
-    if sum(1 for ch in s if ch < " " and ch not in "\t\r\n") > len(s) // 8:
+    """Decoded text with undecodable bytes and control characters read as spaces,
+    or None when no printable run of ``_MIN_CLEAN_RUN`` characters is left
+    (decoded garbage). Base64 glued to other text (``…cTlm/40A00``) decodes
+    to the secret plus stray bytes: the secret must stay a token of its own."""
+    s = b.decode("utf-8", "replace").translate(_GARBAGE)
+    if max(map(len, s.split()), default=0) < _MIN_CLEAN_RUN:
         return None
     return s
 
