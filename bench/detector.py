@@ -1,6 +1,6 @@
 """Benchmark of the MCP tool-poisoning detector: quality on every labelled set, and speed.
 
-    .venv/bin/python bench/detector.py [--verbose] [--no-speed] [--frozen-test]
+    .venv/bin/python bench/detector.py [--verbose] [--no-speed] [--frozen-test] [--frozen-v3]
 
 Quality (default DetectionConfig: an entry counts as flagged when its highest
 severity reaches alert_threshold = high):
@@ -13,7 +13,10 @@ severity reaches alert_threshold = high):
 * real tools: tests/data/real_tools/real_tools.json when present (every flag is a
   false positive), and the 45 reference-server tools of the eval corpora;
 * ``--frozen-test``: the frozen blind test set (tests/data/detector_blind/test_*.json),
-  measured once when the detector is done. Its entries are never printed.
+  measured once, now development data (the scorer trains on it);
+* ``--frozen-v3``: the new blind set tests/data/detector_blind_v3/*.json, to be
+  measured ONCE by the lead (``--no-speed --frozen-v3``). Nothing else in the repo
+  reads that folder; its entries are never printed, only per-category counts.
 
 Speed: a tools/list of 100 tools inspected (p50/p99) next to ``json.loads`` of
 the same message as the baseline; tool results scanned per 16 KB next to
@@ -41,6 +44,7 @@ from agentsh.agent.policy.schema import DetectionConfig
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 BLIND = DATA / "detector_blind"
+BLIND_V3 = DATA / "detector_blind_v3"
 THRESHOLD = "high"
 FROZEN_SHA256 = {
     "test_tools.json": "738c33e4a8ff1209bcd1dba6c64aaff2efdcb9950353821aff8f838adb22dabd",
@@ -191,7 +195,45 @@ def real_tools_report(det: Detector, label: str, tools: list[dict[str, Any]], ve
         print(line)
 
 
-def quality(det: Detector, verbose: bool, frozen: bool) -> None:
+def _v3_entries(doc: Any) -> list[dict[str, Any]]:
+    if isinstance(doc, dict):
+        for k in ("entries", "tools", "results", "items"):
+            if isinstance(doc.get(k), list):
+                return [e for e in doc[k] if isinstance(e, dict)]
+        return []
+    return [e for e in doc if isinstance(e, dict)] if isinstance(doc, list) else []
+
+
+def frozen_v3(det: Detector) -> None:
+    """Measure the v3 blind set once: every *.json of the folder, tool definitions and
+    tool results told apart per entry; counts only, no entry is printed."""
+    print(f"-- FROZEN blind set v3 ({BLIND_V3.relative_to(ROOT)}; measured once; entries are not listed)")
+    files = sorted(BLIND_V3.glob("*.json"))
+    if not files:
+        print("    no *.json files found")
+        return
+    for p in files:
+        raw = p.read_bytes()
+        print(f"    sha256 {p.name}: {hashlib.sha256(raw).hexdigest()}")
+        entries = _v3_entries(json.loads(raw))
+        tools = [e for e in entries if isinstance(e.get("tool"), dict) and "result" not in e]
+        results = [e for e in entries if "result" in e]
+        for e in tools + results:
+            e.setdefault("id", "?")
+            e["label"] = "malicious" if str(e.get("label", "")).lower() in ("malicious", "attack", "poisoned",
+                                                                            "1", "true") else "benign"
+        if tools:
+            tools_table(det, f"{p.name}: tool definitions", tools, show_ids=False).print(False)
+        if results:
+            results_table(det, f"{p.name}: tool results", [
+                {**e, "result": e["result"] if isinstance(e["result"], str) else json.dumps(e["result"])}
+                for e in results], show_ids=False).print(False)  # fmt: skip
+        skipped = len(entries) - len(tools) - len(results)
+        if skipped:
+            print(f"    {skipped} entries with neither a tool nor a result were not measured")
+
+
+def quality(det: Detector, verbose: bool, frozen: bool, v3: bool = False) -> None:
     print(f"== quality (default DetectionConfig, alert_threshold={THRESHOLD})")
     load = lambda p: json.loads(p.read_text())  # noqa: E731
     print("-- dev sets (used while building)")
@@ -228,6 +270,8 @@ def quality(det: Detector, verbose: bool, frozen: bool) -> None:
             print(f"    sha256 {fname}: {got} ({'matches the frozen digest' if got == digest else 'DIFFERS'})")
         tools_table(det, "test_tools.json", load(BLIND / "test_tools.json"), show_ids=False).print(False)
         results_table(det, "test_results.json", load(BLIND / "test_results.json"), show_ids=False).print(False)
+    if v3:
+        frozen_v3(det)
 
 
 # ---------------------------------------------------------------- speed
@@ -304,10 +348,20 @@ def speed(det: Detector) -> None:
         sets.append(("45 reference tools, cycled", [
             {"name": ref[i % len(ref)]["tool"], "description": ref[i % len(ref)]["description"]}
             for i in range(100)]))  # fmt: skip
+    from agentsh.agent.mcp.service import _Inspector
+
     for label, tools in sets:
         msg = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}})
-        _side_by_side(f"tools/list of {len(tools)} {label} ({len(msg) / 1024:.0f} KiB)",
+        _side_by_side(f"tools/list of {len(tools)} {label} ({len(msg) / 1024:.0f} KiB), cold",
                       lambda tools=tools: [det.inspect(t) for t in tools],
+                      lambda msg=msg: json.loads(msg), 50, "(whole tools/list)")  # fmt: skip
+        # the daemon's steady state: every session of a server lists the same tools again,
+        # answered from the per-definition cache (agent/mcp/service.py _Inspector)
+        insp = _Inspector(det.cfg, True)
+        insp.detector = det
+        insp.inspect_all(tools, [], server="bench")
+        _side_by_side(f"tools/list of {len(tools)} {label}, repeated (daemon cache)",
+                      lambda tools=tools, insp=insp: insp.inspect_all(tools, [], server="bench"),
                       lambda msg=msg: json.loads(msg), 200, "(whole tools/list)")  # fmt: skip
     # tool results: 16 KB of ordinary text (README/log-like, imperatives for people) and
     # the same with an injection addressed to the model at the end
@@ -341,11 +395,13 @@ def main() -> None:
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--no-quality", action="store_true")
     ap.add_argument("--frozen-test", action="store_true",
-                    help="also measure the frozen blind test set (once, at the end)")
+                    help="also measure the former frozen blind test set (now development data)")
+    ap.add_argument("--frozen-v3", action="store_true",
+                    help="measure the v3 blind set (tests/data/detector_blind_v3/*.json) once")
     args = ap.parse_args()
     det = Detector(DetectionConfig())
     if not args.no_quality:
-        quality(det, args.verbose, args.frozen_test)
+        quality(det, args.verbose, args.frozen_test, args.frozen_v3)
     if not args.no_speed:
         speed(det)
     sys.stdout.flush()

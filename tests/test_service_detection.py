@@ -58,9 +58,9 @@ def test_detection_results_are_cached_per_definition_and_peers(tmp_path: Path) -
     calls: list[str] = []
     real = svc._inspector.detector.inspect
 
-    def counting(tool, peers=()):
+    def counting(tool, peers=(), **kw):
         calls.append(tool["name"])
-        return real(tool, peers=peers)
+        return real(tool, peers=peers, **kw)
 
     svc._inspector.detector.inspect = counting
     svc.register_tools("mail", "stdio", None, [SEND_EMAIL, DRAFT])

@@ -33,6 +33,7 @@ from agentsh.agent.events.models import DetectionMatch, DetectionResult
 from agentsh.agent.mcp.checks import RANK, SEVERITIES, CheckContext, Finding, default_checks
 from agentsh.agent.mcp.checks.directives import DirectiveCheck
 from agentsh.agent.mcp.detect_parse import MAX_DEPTH, MAX_STRINGS, ParsedTool, parse_tool
+from agentsh.agent.mcp.detect_score import load_model, scored_findings
 from agentsh.agent.policy.schema import DetectionConfig
 
 __all__ = [
@@ -100,6 +101,8 @@ class Detector:
         self._directives = next(c for c in self._checks if isinstance(c, DirectiveCheck))
         self._ctx = CheckContext(cfg, self._rescan)
         self._results: Any = None
+        self.scorer = load_model() if cfg.builtin.model_directives else None
+        """The learned sentence scorer (detect_score); None: the rules alone."""
 
     # ------------------------------------------------------------ public API
 
@@ -131,6 +134,8 @@ class Detector:
                         out.append(f)
             except RecursionError:  # pathological nesting: report what the others found
                 continue
+        if self.scorer is not None:
+            out.extend(scored_findings(self.scorer, parsed, out))
         return out
 
     def alerts(self, results: Iterable[DetectionResult]) -> bool:

@@ -85,29 +85,41 @@ class _Inspector:
         self.detector = Detector(cfg)
 
     def inspect_all(
-        self, tools: Sequence[dict[str, Any]], peers: Sequence[dict[str, Any]]
+        self,
+        tools: Sequence[dict[str, Any]],
+        peers: Sequence[dict[str, Any]],
+        server: str | None = None,
     ) -> dict[str, list[dict[str, Any]]]:
-        """Detections per tool name. Results are cached by (full definition,
-        peer set): every session of a server sends the same tools/list again."""
+        """Detections per tool name. ``server`` is the listing server's id and the
+        other tools of the same tools/list are each tool's siblings ("call
+        `list_tables` first" is a workflow, not a redirection). Results are cached by
+        (full definition, peer set, siblings, server): every session of a server
+        sends the same tools/list again."""
         if self.detector is None:
             return {t["name"]: [] for t in tools}
         peer_key = hashlib.sha256(
             b"\0".join(sorted(canonical_json(p).encode() for p in peers))
         ).digest()
+        names = [str(t.get("name", "")) for t in tools]
         out: dict[str, list[dict[str, Any]]] = {}
-        for tool in tools:
-            key = (hashlib.sha256(canonical_json(tool).encode()).digest(), peer_key)
+        for tool, name in zip(tools, names, strict=True):
+            siblings = sorted({n for n in names if n != name})
+            ctx = hashlib.sha256(
+                b"\0".join([peer_key, (server or "").encode(), *(n.encode() for n in siblings)])
+            ).digest()
+            key = (hashlib.sha256(canonical_json(tool).encode()).digest(), ctx)
             hit = self._cache.get(key)
             if hit is None:
                 try:
-                    hit = [_as_dict(r) for r in self.detector.inspect(tool, peers=peers)]
+                    hit = [_as_dict(r) for r in self.detector.inspect(
+                        tool, peers=peers, siblings=siblings, server=server)]
                 except Exception:
                     log.exception("detector failed on tool %r; treating it as clean", tool.get("name"))
                     hit = []
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[key] = hit
-            out[tool["name"]] = [dict(d) for d in hit]
+            out[name] = [dict(d) for d in hit]
         return out
 
 
@@ -131,6 +143,8 @@ class MCPService:
         )
         self._shadow_lock = threading.Lock()
         self._shadow_reported: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.flags: dict[tuple[str, str], int] = {}
+        """(detection category, alert|block) → ``mcp_detection`` events, for /metrics."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -185,7 +199,7 @@ class MCPService:
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 raise ValueError(f"tools[{i}]: must be an object with a string 'name'")
-        detections = self._inspector.inspect_all(tools, self._peers_of(server_id))
+        detections = self._inspector.inspect_all(tools, self._peers_of(server_id), server=server_id)
         auto_pin = insp.registry.pin_on_first_use and mcp.version_pinning.auto_trust_first
         regs = self.registry.register(
             server_id,
@@ -249,6 +263,8 @@ class MCPService:
                                     action="block" if det_block else "alert",
                                 )
                             )
+                            fk = (str(d.get("category")), "block" if det_block else "alert")
+                            self.flags[fk] = self.flags.get(fk, 0) + 1
                     if reg.status == "changed" and reg.previous_hash is not None:
                         events.append(
                             MCPToolChanged(

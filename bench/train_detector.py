@@ -1,0 +1,383 @@
+"""Train the detector's sentence scorer, and estimate how it generalizes.
+
+    .venv/bin/python bench/train_detector.py            # train, write agent/mcp/detector_weights.json
+    .venv/bin/python bench/train_detector.py --check    # retrain, compare with the shipped weights
+    .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
+
+docs/mcp.md "The learned scorer". Data (never tests/data/detector_blind_v3/, never ../shared/eval):
+
+* negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
+  sentence of the benign entries (hard negatives, clean) of the labelled sets;
+* positives: the payload sentences of the malicious entries. Which sentences are the
+  payload is not labelled, so it is learned (multiple-instance learning): the first
+  description sentence is the tool's honest job and never a candidate, a sentence
+  that also occurs in a benign entry is not one either; in round 0 each malicious
+  tool spreads a weight of 1 over its candidates; in later rounds only the
+  candidates that score near that tool's best one stay positive.
+
+Training is logistic regression, AdaGrad with L2, a fixed number of epochs in a
+fixed order: the same data gives the same weights (rounded to 6 decimals).
+Features seen in fewer than ``MIN_DF`` different tools are dropped: a word only
+one attack used is memorised, not learned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from detector import BLIND, DATA, _peers_siblings, real_tool_defs
+
+from agentsh.agent.mcp.checks import RANK
+from agentsh.agent.mcp.detect_parse import parse_tool
+from agentsh.agent.mcp.detect_score import WEIGHTS_PATH, Model, units
+from agentsh.agent.mcp.detector import Detector
+from agentsh.agent.policy.schema import DetectionConfig
+
+MIN_DF = 3
+EPOCHS = 12
+L2 = 1e-3
+LR = 0.3
+POS_W_CAP = 10.0
+THRESHOLD_FLOOR = 0.9  # the leave-one-author-out operating point (docs/mcp.md)
+MIL_ROUNDS = 3
+MIL_MARGIN = 2.0  # logits below the tool's best candidate by more than this are dropped
+SEED = 1729
+TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2")
+
+
+@dataclass(slots=True)
+class Sample:
+    """One sentence: its features and where it came from."""
+
+    feats: list[str]
+    group: str  # the entry (tool) it belongs to
+    source: str  # dev_tools|test_tools|heldout|v2|real
+    label: str  # malicious|hard_negative|clean|real
+    category: str
+    candidate: bool  # a positive candidate (malicious, not the honest first sentence)
+    rule_high: bool  # the rule checks reach `high` on this entry
+    text: str
+
+
+def _kind(e: dict[str, Any]) -> str:
+    if e["label"] == "malicious":
+        return "malicious"
+    cat = str(e.get("category", ""))
+    return "hard_negative" if cat.startswith("hard") else "clean"
+
+
+def load_entries() -> dict[str, list[dict[str, Any]]]:
+    ld = lambda p: json.loads(p.read_text())  # noqa: E731
+    return {
+        "dev_tools": ld(BLIND / "dev_tools.json"),
+        "test_tools": ld(BLIND / "test_tools.json"),
+        "heldout": ld(DATA / "detector_heldout.json"),
+        "v2": ld(DATA / "detector_test_v2.json"),
+    }
+
+
+def _rule_detector() -> Detector:
+    d = Detector(DetectionConfig())
+    d.scorer = None  # the rules alone: their findings are features
+    return d
+
+
+def samples_of_tool(det: Detector, tool: dict[str, Any], peers: Sequence[Any], siblings: Sequence[str],
+                    server: str | None, group: str, source: str, label: str, category: str
+                    ) -> list[Sample]:  # fmt: skip
+    parsed = parse_tool(tool, peers, siblings, server)
+    if not parsed.fields:
+        return []
+    findings = det.findings(parsed)
+    high = any(RANK[f.severity] >= RANK["high"] for f in findings)
+    out = []
+    for u in units(parsed, findings):
+        out.append(Sample(u.feats, group, source, label, category,
+                          label == "malicious" and not u.first, high,
+                          u.field.lower[u.start : u.end]))  # fmt: skip
+    return out
+
+
+def build_samples() -> list[Sample]:
+    det = _rule_detector()
+    out: list[Sample] = []
+    for source, entries in load_entries().items():
+        for e in entries:
+            tool = dict(e["tool"])
+            if "input_schema" in tool and "inputSchema" not in tool:
+                tool["inputSchema"] = tool.pop("input_schema")
+            peers, sib = _peers_siblings(e)
+            out.extend(samples_of_tool(det, tool, peers, sib, e.get("server"), f"{source}:{e['id']}",
+                                       source, _kind(e), str(e.get("category", "?"))))  # fmt: skip
+    rt = real_tool_defs()
+    if rt is not None:
+        by_server: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for t in rt[1]:
+            by_server[str(t.get("_server", ""))].append(t)
+        for server, group in sorted(by_server.items()):
+            for t in group:
+                tool = {k: v for k, v in t.items() if k != "_server"}
+                sib = [x["name"] for x in group if x is not t]
+                out.extend(samples_of_tool(det, tool, [], sib, server or None,
+                                           f"real:{server}:{tool['name']}", "real", "real", "real"))  # fmt: skip
+    # a sentence that also occurs in a benign entry is not a payload
+    benign_texts = {s.text for s in out if s.label != "malicious"}
+    for s in out:
+        if s.candidate and s.text in benign_texts:
+            s.candidate = False
+    return out
+
+
+# ---------------------------------------------------------------- logistic regression
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def fit(rows: list[tuple[list[str], float, float]], epochs: int | None = None, seed: int = SEED
+        ) -> tuple[float, dict[str, float]]:  # fmt: skip
+    """Weighted logistic regression: rows of (features, label 0/1, weight); AdaGrad, L2."""
+    w: dict[str, float] = {}
+    g2: dict[str, float] = {}
+    bias, gb = 0.0, 1e-8
+    order = list(range(len(rows)))
+    rnd = random.Random(seed)
+    for _ in range(EPOCHS if epochs is None else epochs):
+        rnd.shuffle(order)
+        for i in order:
+            feats, y, sw = rows[i]
+            z = bias
+            for x in feats:
+                z += w.get(x, 0.0)
+            g = (_sigmoid(z) - y) * sw
+            gb += g * g
+            bias -= LR * g / math.sqrt(gb)
+            for x in feats:
+                wx = w.get(x, 0.0)
+                gx = g + L2 * wx
+                acc = g2.get(x, 1e-8) + gx * gx
+                g2[x] = acc
+                w[x] = wx - LR * gx / math.sqrt(acc)
+    return bias, {k: v for k, v in w.items() if abs(v) >= 1e-4}
+
+
+def vocabulary(samples: Iterable[Sample]) -> set[str]:
+    df: Counter[str] = Counter()
+    seen: set[tuple[str, str]] = set()
+    for s in samples:
+        for x in set(s.feats):
+            if (s.group, x) not in seen:
+                seen.add((s.group, x))
+                df[x] += 1
+    return {x for x, n in df.items() if n >= MIN_DF}
+
+
+def train(samples: list[Sample], seed: int = SEED) -> Model:
+    vocab = vocabulary(samples)
+    feats = [sorted(set(x for x in s.feats if x in vocab)) for s in samples]
+    neg = [i for i, s in enumerate(samples) if s.label != "malicious"]
+    by_tool: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        if s.candidate:
+            by_tool[s.group].append(i)
+    n_neg, n_pos = len(neg), max(1, len(by_tool))
+    pos_w = min(POS_W_CAP, 0.5 * n_neg / n_pos)  # positives are rare: weigh them up
+    chosen: dict[str, list[tuple[int, float]]] = {g: [(i, 1.0 / len(ix)) for i in ix]
+                                                  for g, ix in by_tool.items()}  # fmt: skip
+    model = Model(0.0, {}, 0.5, 0.3, {})
+    for _round in range(MIL_ROUNDS):
+        rows = [(feats[i], 0.0, 1.0) for i in neg]
+        for g in sorted(chosen):
+            rows.extend((feats[i], 1.0, pos_w * wt) for i, wt in chosen[g])
+        bias, w = fit(rows, seed=seed)
+        model = Model(bias, w, 0.5, 0.3, {})
+        nxt: dict[str, list[tuple[int, float]]] = {}
+        for g, ix in by_tool.items():
+            scored = sorted(((model.logit(feats[i]), i) for i in ix), reverse=True)
+            best = scored[0][0]
+            keep = [i for z, i in scored if z >= best - MIL_MARGIN][:3]
+            nxt[g] = [(i, 1.0 / len(keep)) for i in keep]
+        chosen = nxt
+    model.meta = {"rounds": MIL_ROUNDS, "epochs": EPOCHS, "l2": L2, "min_df": MIN_DF,
+                  "negatives": n_neg, "positive_tools": len(by_tool), "features": len(model.weights)}  # fmt: skip
+    return model
+
+
+def tool_scores(model: Model, samples: Iterable[Sample]) -> dict[str, tuple[float, Sample]]:
+    """Per entry: its best sentence score (and any sample, for the entry's labels)."""
+    best: dict[str, tuple[float, Sample]] = {}
+    for s in samples:
+        p = model.score(s.feats)
+        if s.group not in best or p > best[s.group][0]:
+            best[s.group] = (p, s)
+    return best
+
+
+def choose_thresholds(model: Model, samples: list[Sample]) -> tuple[float, float]:
+    """`high`: above every real tool's and every benign entry's best sentence in training,
+    with a margin (in-sample scores are optimistic); `medium`: a note, not an alert."""
+    best = tool_scores(model, samples)
+    neg = sorted((p for p, s in best.values() if s.label != "malicious"), reverse=True)
+    top = neg[0] if neg else 0.5
+    high = round(min(0.97, max(THRESHOLD_FLOOR, top + (1 - top) * 0.25)), 4)
+    return high, round(max(0.3, high - 0.3), 4)
+
+
+def train_full(samples: list[Sample]) -> Model:
+    m = train(samples)
+    m.threshold_high, m.threshold_medium = choose_thresholds(m, samples)
+    return m
+
+
+# ---------------------------------------------------------------- estimates
+
+
+def evaluate(model: Model, samples: list[Sample]) -> dict[str, Any]:
+    best = tool_scores(model, samples)
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # label -> scorer hits, combined, n
+    cats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for p, s in best.values():
+        hit = p >= model.threshold_high
+        key = s.label
+        rows[key][0] += hit
+        rows[key][1] += hit or s.rule_high
+        rows[key][2] += 1
+        if s.label == "malicious":
+            c = cats[s.category]
+            c[0] += hit
+            c[1] += hit or s.rule_high
+            c[2] += 1
+    return {"rows": dict(rows), "cats": dict(cats)}
+
+
+def _fmt(r: list[int]) -> str:
+    return (
+        f"{r[0]:3d}/{r[2]:<4d} ({r[0] / r[2]:6.1%})  combined {r[1]:3d}/{r[2]:<4d} ({r[1] / r[2]:6.1%})"
+        if r[2]
+        else "-"
+    )
+
+
+def print_eval(title: str, res: dict[str, Any], cats: bool = False) -> None:
+    print(f"  {title}")
+    for label in ("malicious", "hard_negative", "clean", "real"):
+        r = res["rows"].get(label)
+        if r:
+            what = "recall" if label == "malicious" else "flagged"
+            print(f"    {label:14s} {what:7s} scorer {_fmt(r)}")
+    if cats:
+        for c, r in sorted(res["cats"].items()):
+            print(f"      {c:32s} scorer {_fmt(r)}")
+
+
+def _real_fold(group: str) -> int:
+    server = group.split(":")[1]
+    return sum(map(ord, server)) % 2
+
+
+def estimate(samples: list[Sample], which: str = "all") -> None:
+    if which in ("all", "loao"):
+        loao(samples)
+    if which in ("all", "loco"):
+        loco(samples)
+
+
+def loao(samples: list[Sample]) -> None:
+    print("== leave-one-author-out (train without one author's set and half of the real servers)")
+    for held in ("test_tools", "dev_tools"):
+        fold = 0 if held == "test_tools" else 1
+        tr = [
+            s
+            for s in samples
+            if s.source != held and not (s.source == "real" and _real_fold(s.group) == fold)
+        ]
+        te = [
+            s
+            for s in samples
+            if s.source == held or (s.source == "real" and _real_fold(s.group) == fold)
+        ]
+        m = train_full(tr)
+        print(f"  threshold_high={m.threshold_high}")
+        print_eval(f"held out: {held} + real servers of fold {fold} (rules were tuned on dev_tools)",
+                   evaluate(m, te), cats=True)  # fmt: skip
+
+
+def loco(samples: list[Sample]) -> None:
+    print("== leave-one-category-out (train without one attack class, in every set)")
+    cats = sorted(
+        {
+            s.category
+            for s in samples
+            if s.label == "malicious" and s.source in ("dev_tools", "test_tools")
+        }
+    )
+    tot = [0, 0, 0]
+    for c in cats:
+        tr = [s for s in samples if not (s.label == "malicious" and s.category == c)]
+        te = [s for s in samples if s.label == "malicious" and s.category == c]
+        m = train_full(tr)
+        r = evaluate(m, te)["rows"].get("malicious", [0, 0, 0])
+        for i in range(3):
+            tot[i] += r[i]
+        print(f"    {c:32s} scorer {_fmt(r)}")
+    print(f"    {'ALL':32s} scorer {_fmt(tot)}")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--check", action="store_true", help="retrain and compare with the shipped weights"
+    )
+    ap.add_argument(
+        "--estimate", action="store_true", help="generalization estimates (no weights written)"
+    )
+    ap.add_argument(
+        "--which", choices=("all", "loao", "loco"), default="all", help="with --estimate"
+    )
+    ap.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="with --estimate: a quicker, rougher run"
+    )
+    ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    args = ap.parse_args(argv)
+    samples = build_samples()
+    npos = len({s.group for s in samples if s.candidate})
+    print(f"{len(samples)} sentences, {npos} malicious entries with candidates, "
+          f"{sum(s.label != 'malicious' for s in samples)} negative sentences")  # fmt: skip
+    if args.estimate:
+        globals()["EPOCHS"] = args.epochs
+        estimate(samples, args.which)
+        return 0
+    model = train_full(samples)
+    doc = model.to_json()
+    if args.check:
+        shipped = json.loads(args.out.read_text())
+        same = shipped == json.loads(json.dumps(doc))
+        print(
+            "shipped weights reproduced" if same else "shipped weights DIFFER from a fresh training"
+        )
+        return 0 if same else 1
+    args.out.write_text(json.dumps(doc, indent=0, sort_keys=True, ensure_ascii=False) + "\n")
+    print(
+        f"wrote {args.out} ({len(model.weights)} features, threshold_high={model.threshold_high})"
+    )
+    print_eval("in-sample (optimistic)", evaluate(model, samples))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
