@@ -68,6 +68,15 @@ def bpf_status(ctx: DaemonContext) -> dict[str, Any]:
     return {"state": "disabled", "reason": "network.enabled is false"}
 
 
+def health_answer(ctx: DaemonContext) -> tuple[bool, dict[str, Any]]:
+    """``GET /v1/health`` and the metrics listener's ``/healthz``: exactly the
+    ``healthy`` of status (agent/daemon/health.py ``assess``)."""
+    reasons = assess(ctx, bpf_status(ctx))
+    if not reasons:
+        return True, {"healthy": True}
+    return False, {"healthy": False, "degraded_reasons": reasons}
+
+
 def status_payload(ctx: DaemonContext) -> dict[str, Any]:
     now = time.time()
     lp = ctx.store.current
@@ -101,6 +110,7 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
         if ctx.mcp is not None
         else None,
         "sockets": {name: g.stats() for name, g in ctx.guards.items()},
+        "metrics": ctx.metrics.status() if ctx.metrics is not None else {"enabled": False},
         "security_coverage": {
             "llm_proxy": policy.proxy.mode != "disabled",
             "stdio_shims": len(ctx.shims),
@@ -124,6 +134,10 @@ def status_payload(ctx: DaemonContext) -> dict[str, Any]:
 def core_routes(ctx: DaemonContext) -> RouteSet:
     async def status(request: web.Request) -> web.Response:
         return json_response(status_payload(ctx))
+
+    async def health(request: web.Request) -> web.Response:
+        healthy, body = health_answer(ctx)
+        return json_response(body, status=200 if healthy else 503)
 
     async def get_policy(request: web.Request) -> web.Response:
         lp = ctx.store.current
@@ -223,7 +237,7 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
         body = await read_json(request)
         if own_shim(request) is None:
             return json_response({"error": "unknown shim"}, status=404)
-        info = ctx.shims.unregister(request.match_info["shim_id"])
+        info = ctx.shims.unregister(request.match_info["shim_id"], body if isinstance(body, dict) else None)
         if info is None:
             return json_response({"error": "unknown shim"}, status=404)
         code = body.get("exit_code") if isinstance(body, dict) else None
@@ -239,6 +253,7 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
     return RouteSet(
         read=[
             web.get("/v1/status", status),
+            web.get("/v1/health", health),
             web.get("/v1/policy", get_policy),
             web.get("/v1/shims", shims),
             web.get("/v1/components", components),

@@ -33,6 +33,7 @@ from agentsh.agent.daemon.channel import AgentChannel
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.hooks import HookService, write_hooks_conf
 from agentsh.agent.daemon.intake import admit, hand_in
+from agentsh.agent.daemon.metrics import MetricsServer
 from agentsh.agent.daemon.peercred import ConnectionGuard, GuardedProtocol, Role, raise_fd_limit
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
@@ -167,6 +168,8 @@ class Daemon:
         self._prepare_spool(ctx)
         await self._start_sockets(ctx, routes)
         write_hooks_conf(ctx.paths.socket, ctx.store.policy.flow.hooks.fail_open)  # beside the sockets
+        ctx.metrics = MetricsServer(ctx, self._channel)  # metrics.enabled: /metrics and /healthz
+        await ctx.metrics.apply(ctx.store.policy)
 
         if not self._stop.is_set():
             await self._start_netmon(ctx)
@@ -300,6 +303,8 @@ class Daemon:
         if ctx.netmon is not None:
             await ctx.netmon.update_policy(lp.policy)
         ctx.shims.heartbeat_timeout = lp.policy.daemon.shim_heartbeat_timeout_seconds
+        if ctx.metrics is not None:
+            await ctx.metrics.apply(lp.policy)
         d = lp.policy.daemon  # the groups apply to the next connection; the files follow
         for path, group in (
             (ctx.paths.socket, d.group),
@@ -445,6 +450,8 @@ class Daemon:
                 ctx.selftests.expire()
                 if ctx.hooks is not None:
                     ctx.hooks.expire()  # flow sessions idle past the timeout → flow_summary
+                if ctx.metrics is not None:
+                    await ctx.metrics.retry()  # a metrics.listen that was in use
             except Exception:
                 log.exception("housekeeping failed")
             await asyncio.sleep(2.0)
@@ -481,6 +488,8 @@ class Daemon:
                 await ctx.netmon.stop()
             except Exception:
                 log.exception("stopping the BPF layer failed")
+        if ctx.metrics is not None:
+            await ctx.metrics.stop()
         for srv in self._servers:
             srv.close()
         for runner in self._runners:

@@ -22,7 +22,9 @@ which therefore never depend on group membership to reach their parent::
     ← {"id": 13, "recorded": true, "session": "...", "sensitive": [...]}
     ← {"id": 14, "error": "..."}
 
-``op`` defaults to ``decide``. Decisions are answered inline and in order;
+``op`` defaults to ``decide``. Decisions are answered inline and in order,
+except one that must first wait for results of its flow session still in
+flight (agent/daemon/hooks.py ``must_settle``), answered when taken;
 ``events``, ``hook`` (agent hooks, agent/daemon/hooks.py) and ``flow_record``
 (a tool result as a data origin, docs/flow.md "Modes") are answered when done,
 possibly after later requests (clients match answers by id).
@@ -46,6 +48,7 @@ from agentsh.agent.daemon.api_mcp import parse_decision_request
 from agentsh.agent.daemon.hooks import THREAD_BYTES
 from agentsh.agent.daemon.intake import MAX_EVENTS_PER_BATCH, admit, hand_in
 from agentsh.agent.daemon.jsonhttp import BadInput
+from agentsh.agent.daemon.metrics import HookMeter
 from agentsh.agent.daemon.peercred import ConnectionGuard
 from agentsh.agent.events.models import FOREIGN_TYPES
 
@@ -80,6 +83,8 @@ class AgentChannel:
         self.connections = 0
         self.requests = 0
         self.expired = 0
+        self.hook_meter = HookMeter()
+        """Hook evaluations answered here, and how long they took (agent/daemon/metrics.py)."""
         self._children: set[asyncio.Task[None]] = set()
 
     async def start(self, path: Path) -> None:
@@ -161,9 +166,19 @@ class AgentChannel:
                         self.expired += 1
                         res = {"id": rid, "error": "expired: the deadline passed before the daemon got to it"}
                     elif op == "decide":
-                        res = {"id": rid, "decision": decide(
-                            parse_decision_request(d, peer=peer if peer.role == "agent" else None)
-                        ).to_json()}
+                        req = parse_decision_request(d, peer=peer if peer.role == "agent" else None)
+                        hooks = self.ctx.hooks
+                        if hooks is not None and hooks.must_settle(req):
+                            # results of its flow session are in flight: decide once they are recorded
+                            dl = deadline if isinstance(deadline, int | float) else None
+                            t = asyncio.get_running_loop().create_task(self._decide_settled(writer, rid, req, dl))
+                            tasks.add(t)
+                            t.add_done_callback(tasks.discard)
+                            continue
+                        dec = decide(req)
+                        if hooks is not None:
+                            hooks.expect_result(req, dec)
+                        res = {"id": rid, "decision": dec.to_json()}
                     elif op == "flow_record" and len(line) <= THREAD_BYTES and self.ctx.hooks is not None:
                         # small records inline: a record then a decision on one connection stay in order
                         res = {"id": rid, **self.ctx.hooks.record_now(d, peer)}
@@ -219,6 +234,27 @@ class AgentChannel:
             return {"ok": True}
         raise BadInput(f"unknown op {op!r}")
 
+    async def _decide_settled(
+        self, writer: asyncio.StreamWriter, rid: Any, req: Any, deadline: float | None
+    ) -> None:
+        """A decision that first waits for its flow session's results in flight
+        (agent/daemon/hooks.py ``must_settle``); answered when taken."""
+        hooks = self.ctx.hooks
+        try:
+            await hooks.settle(req, deadline)
+            if deadline is not None and time.time() > deadline:
+                self.expired += 1
+                res = {"id": rid, "error": "expired: the deadline passed before the daemon got to it"}
+            else:
+                dec = self.ctx.mcp.decide(req)
+                hooks.expect_result(req, dec)
+                res = {"id": rid, "decision": dec.to_json()}
+        except Exception as e:
+            log.exception("channel decide failed")
+            res = {"id": rid, "error": f"internal error: {e.__class__.__name__}"}
+        with contextlib.suppress(Exception):
+            writer.write(orjson.dumps(res, default=str) + b"\n")
+
     async def _flow_op(
         self,
         writer: asyncio.StreamWriter,
@@ -230,6 +266,7 @@ class AgentChannel:
         deadline: float | None,
     ) -> None:
         hooks = self.ctx.hooks
+        t0 = time.perf_counter()
         try:
             if hooks is None:
                 raise BadInput(f"{op}: not available")
@@ -242,6 +279,8 @@ class AgentChannel:
         except Exception as e:
             log.exception("channel %s failed", op)
             res = {"id": rid, "error": f"internal error: {e.__class__.__name__}"}
+        if op == "hook":
+            self.hook_meter.observe(d, res, time.perf_counter() - t0)
         with contextlib.suppress(Exception):
             writer.write(orjson.dumps(res, default=str) + b"\n")
 

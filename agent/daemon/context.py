@@ -64,3 +64,5 @@ class DaemonContext:
     """agentsh.agent.daemon.selftest.Selftests: active selftest canaries."""
     hooks: Any = None
     """agentsh.agent.daemon.hooks.HookService: agent hooks and flow records."""
+    metrics: Any = None
+    """agentsh.agent.daemon.metrics.MetricsServer: the metrics listener (docs/operations.md "Monitoring")."""

@@ -15,7 +15,8 @@ nothing. Anything else is a one-line reason and the daemon is degraded:
 * the LLM proxy or a shim deciding offline (daemon not answering them) or
   failing open, recently; the proxy's decision snapshot stale;
 * spooled events waiting, events dropped or BPF events lost recently, an
-  event-log error, a rejected policy reload.
+  event-log error, a rejected policy reload, the metrics listener unable to
+  listen (``metrics.enabled``).
 
 "Recently" is ``RECENT_SECONDS``: a past incident stops degrading the daemon
 after that long (its counters stay in ``status``).
@@ -170,6 +171,9 @@ def assess(ctx: Any, bpf: dict[str, Any]) -> list[str]:
             f"agent hook evaluations failed recently ({hooks.counts['errors']} since start; "
             f"the hooks failed open or closed per flow.hooks.fail_open): {hooks.last_error}"
         )
+    metrics = getattr(ctx, "metrics", None)
+    if metrics is not None and metrics.error:
+        reasons.append(metrics.error)
     waiting = _spool_waiting(ctx, now)
     if waiting:
         reasons.append(f"{waiting} spooled event file(s) waiting to be ingested")

@@ -30,6 +30,13 @@ class ShimInfo:
     last_offline_at: float | None = None
     """When the shim last decided offline or spooled (its own clock, epoch seconds)."""
     spool_dir: str | None = None
+    hidden: int = 0
+    """Tools it removed from tools/list results."""
+    refused: int = 0
+    """JSON-RPC lines it refused (not forwarded)."""
+    superseded: bool = False
+    """The same process registered again (after a lost connection): its later
+    registration carries its counters (they are cumulative per process)."""
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -50,11 +57,19 @@ class ShimInfo:
         }
 
 
+COUNTERS = ("calls", "blocks", "offline_decisions", "spooled", "hidden", "refused")
+"""What a shim reports cumulatively (heartbeat, unregister); summed for /metrics."""
+
+
 class ShimTable:
     def __init__(self, heartbeat_timeout: float = 30.0) -> None:
         self._shims: dict[str, ShimInfo] = {}
         self._ids = itertools.count(1)
         self.heartbeat_timeout = heartbeat_timeout
+        self.sessions = 0
+        """Shim processes registered since the daemon started."""
+        self._gone = dict.fromkeys(COUNTERS, 0)
+        """The last counters of shims that left."""
 
     def register(
         self,
@@ -66,6 +81,12 @@ class ShimTable:
     ) -> ShimInfo:
         shim_id = f"shim-{pid}-{next(self._ids)}"
         info = ShimInfo(shim_id, server_id, pid, command, session_id, uid)
+        again = False
+        for s in self._shims.values():
+            if s.pid == pid and s.uid == uid and not s.superseded:
+                s.superseded = again = True
+        if not again:
+            self.sessions += 1
         self._shims[shim_id] = info
         return info
 
@@ -77,17 +98,38 @@ class ShimTable:
         if info is None:
             return False
         info.last_seen = time.time()
-        for k in ("tools", "calls", "blocks", "offline_decisions", "spooled"):
+        for k in ("tools", *COUNTERS):
             v = body.get(k)
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-                setattr(info, k, v)
+            if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 53:
+                # cumulative counters never go down (a shim cannot make /metrics see a reset)
+                setattr(info, k, v if k == "tools" else max(v, getattr(info, k)))
         t = body.get("last_offline_at")
         if isinstance(t, int | float) and not isinstance(t, bool):
             info.last_offline_at = float(t)
         return True
 
-    def unregister(self, shim_id: str) -> ShimInfo | None:
-        return self._shims.pop(shim_id, None)
+    def unregister(self, shim_id: str, body: dict[str, Any] | None = None) -> ShimInfo | None:
+        """``body``: the shim's final counters (as in a heartbeat)."""
+        if body:
+            self.heartbeat(shim_id, body)
+        info = self._shims.pop(shim_id, None)
+        if info is not None:
+            self._retire(info)
+        return info
+
+    def _retire(self, info: ShimInfo) -> None:
+        if not info.superseded:
+            for k in COUNTERS:
+                self._gone[k] += getattr(info, k)
+
+    def totals(self) -> dict[str, int]:
+        """Counters of every shim since the daemon started (per process: its latest registration)."""
+        out = dict(self._gone)
+        for s in self._shims.values():
+            if not s.superseded:
+                for k in COUNTERS:
+                    out[k] += getattr(s, k)
+        return out
 
     def expire(self) -> list[ShimInfo]:
         """Drop shims whose process is gone or that missed heartbeats."""
@@ -99,6 +141,8 @@ class ShimTable:
         ]
         for s in gone:
             self._shims.pop(s.shim_id, None)
+        for s in gone:
+            self._retire(s)
         return gone
 
     def serves(self, server_id: str) -> bool:

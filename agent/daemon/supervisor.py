@@ -33,6 +33,7 @@ from typing import Any
 
 import psutil
 
+from agentsh.agent.daemon.metrics import Cumulative
 from agentsh.agent.events.models import ComponentExited, Event
 
 log = logging.getLogger("agentsh.supervisor")
@@ -85,6 +86,8 @@ class ChildState:
     report_at: float | None = None
     error: str | None = None
     """The one-line reason the child gave for failing (EX_CONFIG)."""
+    metrics: Cumulative = field(default_factory=Cumulative)
+    """The counters its reports carry (``metrics``), across its restarts (agent/daemon/metrics.py)."""
 
     def snapshot(self) -> dict[str, Any]:
         now = time.time()
@@ -183,6 +186,9 @@ class Supervisor:
         st = self._children.get(name)
         if st is None:
             return
+        m = state.pop("metrics", None)  # for /metrics, not status
+        if m is not None:
+            st.metrics.update(st.pid, m)
         st.report = state
         st.report_at = time.time()
         err = state.get("error")

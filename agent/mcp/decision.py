@@ -96,6 +96,33 @@ def r_flagged(category: str, severity: str) -> str:
     return f"tool definition flagged: {category} ({severity})"
 
 
+_REASON_CLASS = {
+    R_SERVER_DENIED: "server_denied",
+    R_SERVER_NOT_ALLOWED: "not_in_allowlist",
+    R_TOOL_DENIED: "tool_denied",
+    R_TOOL_NOT_ALLOWED: "not_in_allowlist",
+    R_UNKNOWN_FAIL_CLOSED: "unknown_fail_closed",
+    R_SELFTEST: "selftest",
+}
+
+
+def reason_class(reason: str) -> str:
+    """The bounded class of a block reason (a metrics label: never a tool or
+    server name). Classes: docs/operations.md "Monitoring"."""
+    cls = _REASON_CLASS.get(reason)
+    if cls is not None:
+        return cls
+    if reason.startswith(FLOW_PREFIX):
+        return "flow"
+    if reason.startswith("rate limit exceeded"):
+        return "rate_limited"
+    if reason.startswith("tool definition flagged"):
+        return "flagged"
+    if reason.endswith(")") and " hash changed (pinned: " in reason:
+        return "pin_changed"
+    return "other"
+
+
 def _norm_hash(h: str | None) -> str | None:
     if h is None:
         return None
@@ -267,6 +294,8 @@ class DecisionEngine:
         enforce_policy is false)."""
         self.canary_decisions: dict[tuple[str, str], list[tuple[str, str]]] = {}
         """Per canary: the (source, action) of each decision taken on it."""
+        self.by_class: dict[tuple[str, str, str], int] = {}
+        """(layer, action, reason class) → decisions: read at scrape time (agent/daemon/metrics.py)."""
 
     def update_policy(self, policy: Policy) -> None:
         self._c = _Compiled(policy.mcp)
@@ -372,7 +401,7 @@ class DecisionEngine:
         )
         if reason is None:
             reason = self._flow_step(req, c, d, req.server_id, req.tool_name)
-        self._apply(d, c, reason)
+        self._apply(d, c, reason, req.source)
         if not d.reason and d.alerts:
             d.reason = "; ".join(d.alerts)
         if req.emit and (req.source == "shim" or (req.source == "proxy" and d.reason)):
@@ -401,7 +430,7 @@ class DecisionEngine:
         )
         if reason is None:
             reason = self._flow_step(req, c, d, e.server_id, e.tool_name)
-        self._apply(d, c, reason)
+        self._apply(d, c, reason, req.source)
         if not d.reason and alerts:
             d.reason = "; ".join(alerts)
         if req.emit and req.source in ("shim", "proxy"):
@@ -412,7 +441,7 @@ class DecisionEngine:
         """A flow check of a tool that is not an MCP tool (Read, WebFetch, Bash …)."""
         d = Decision(action="allow", known=False, tool_name=req.tool_name)
         reason = self._flow_step(req, c, d, None, req.tool_name)
-        self._apply(d, c, reason)
+        self._apply(d, c, reason, req.source)
         if not d.reason and d.alerts:
             d.reason = "; ".join(d.alerts)
         if req.emit and req.source == "proxy" and d.reason:
@@ -429,8 +458,9 @@ class DecisionEngine:
             return None
         try:
             key = flow_session_key(req)
-            if req.source == "shim":
-                # an MCP session driven by a hook-enabled agent joins its hook session (FR-031)
+            if req.source == "shim" and not req.flow_session:
+                # an MCP session driven by a hook-enabled agent joins its hook session (FR-031);
+                # a shim naming the agent's session (CLAUDE_CODE_SESSION_ID) is in it already
                 scope = str(req.uid) if req.uid is not None else ""
                 fe.correlate(key, tool, req.arguments, scope=scope)
             v = fe.check(
@@ -466,17 +496,22 @@ class DecisionEngine:
         d.alerts.append(FLOW_PREFIX + "warn: " + why)
         return None
 
-    def _apply(self, d: Decision, c: _Compiled, reason: str | None) -> None:
+    def _apply(self, d: Decision, c: _Compiled, reason: str | None, source: str) -> None:
         if reason is None:
             self.counts["allow"] += 1
+            key = (source, "allow", "alert" if d.alerts else "allow")
         elif c.enforce:
             d.action = "block"
             d.reason = reason
             self.counts["block"] += 1
+            key = (source, "block", reason_class(reason))
         else:
             d.reason = WOULD_BLOCK + reason
             self.counts["allow"] += 1
             self.counts["would_block"] += 1
+            key = (source, "allow", "would_block")
+        n = self.by_class
+        n[key] = n.get(key, 0) + 1
 
     def _send(self, req: DecisionRequest, d: Decision) -> None:
         if self._emit is None:

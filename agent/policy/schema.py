@@ -496,6 +496,24 @@ class FlowConfig(_Model):
     """Agent hooks."""
 
 
+# --------------------------------------------------------------------------- metrics
+
+
+class MetricsConfig(_Model):
+    enabled: bool = False
+    """Serve Prometheus metrics (`/metrics`) and a health check (`/healthz`: 200 when healthy, 503 with the reasons when degraded) on `metrics.listen`. Unauthenticated: keep it on loopback or a monitoring network (docs/operations.md "Monitoring")."""
+    listen: str = "127.0.0.1:9464"
+    """HOST:PORT of the metrics listener (applied on reload; a port in use is a degraded reason in status)."""
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str) -> str:
+        host, sep, port = v.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"listen must be HOST:PORT, got {v!r}")
+        return v
+
+
 # --------------------------------------------------------------------------- root
 
 
@@ -514,3 +532,5 @@ class Policy(_Model):
     """The BPF network layer."""
     flow: FlowConfig = Field(default_factory=FlowConfig)
     """Data-flow security (seed 002 `security` keys)."""
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    """Prometheus metrics and the health endpoint for monitoring."""
