@@ -287,7 +287,10 @@ def test_the_spool_of_a_user_outside_the_group_is_found_in_their_home_and_ingest
         f.write_bytes(event_line("from-a-home-spool"))
         os.chown(f, uid, uid)
         d: DaemonProc = daemon_factory()
-        ev = d.wait_event("protocol_error", lambda e: e["detail"] == "from-a-home-spool", timeout=20)
+        try:
+            ev = d.wait_event("protocol_error", lambda e: e["detail"] == "from-a-home-spool", timeout=20)
+        except AssertionError:
+            raise AssertionError(d.log()[-3000:]) from None
         assert ev["uid"] == uid
         wait_for(lambda: not f.exists(), what="home spool file ingested")
     finally:

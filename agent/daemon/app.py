@@ -400,6 +400,7 @@ class Daemon:
                 if p.is_dir():
                     found[pw.pw_uid] = p
         self._home_spool_cache = found
+        log.debug("per-user spools in home directories: %s", {u: str(p) for u, p in found.items()})
         return found
 
     async def ingest_spool(self, ctx: DaemonContext) -> int:
@@ -418,6 +419,8 @@ class Daemon:
             seen = self._spool_ledger.setdefault(path, set())
             try:
                 found = await asyncio.to_thread(spool_ingest.scan, dfd, path, owner, frozenset(seen))
+                if found.files or found.refused:
+                    log.debug("spool %s: %d file(s) to ingest, %d refused", path, len(found.files), len(found.refused))
                 for why in found.refused:
                     log.warning("spool file refused: %s", why)
                 for f in found.files:
