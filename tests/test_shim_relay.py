@@ -669,6 +669,7 @@ def test_an_injected_error_never_lands_between_the_pieces_of_a_held_line() -> No
     os.write(s_w, body[150_000:])
     os.close(s_w)
     ts.join(30)
+    assert injected.wait(30), "the injecting thread never got its turn"
     os.close(c_out_w)
     reader.join(30)
     os.close(s_out_r)
