@@ -12,6 +12,17 @@ One run measures, side by side with a baseline:
   small arguments, with the flow step (step 8, the daemon's engine holding the
   session above) next to the same pipeline without it (an offline decider).
 
+* the LLM proxy's data-flow step (docs/flow.md "Proxy-only mode"): per
+  request that carries tool results, the parse, extraction and record
+  messages (``FlowFeed``; records serialised as for the channel), for a
+  small conversation and a Claude-Code-sized one, next to ``orjson.loads``
+  of the body; per tool call, the flow check as the proxy makes it
+  (``ToolJudge.judge`` → the decision pipeline with the flow step, in
+  process) against a session of 10,000 index entries — target ≤ 50 µs p50 —
+  next to the same call of a session without origins (fast path: not asked).
+  Over the channel a decision adds the round trip to the daemon
+  (bench/decision.py).
+
     .venv/bin/python bench/flow.py
 """
 
@@ -143,6 +154,86 @@ def main() -> None:
     got = timed(lambda: with_flow.decide(req()), N)
     print(f"\n{'decide() shim tools/call':34} {'p50 µs':>9} {'p99 µs':>9}   {'no flow p50':>12} {'ratio':>7}")
     print(f"{'  with the flow step':34} {got[0]:9.1f} {got[1]:9.1f}   {base[0]:12.2f} {got[0] / base[0]:6.1f}x")
+
+    proxy(e)
+
+
+def proxy(e: FlowEngine) -> None:
+    """The proxy's side: records per request, checks per tool call."""
+    import asyncio
+
+    from agentsh.agent.mcp.decision import DecisionEngine as _DE  # noqa: F401 - imported for symmetry
+    from agentsh.agent.mcp.service import MCPService
+    from agentsh.agent.policy.schema import Policy
+    from agentsh.proxy.decider import LocalDecider, NameGate, ToolJudge
+    from agentsh.proxy.flow_feed import FlowFeed
+
+    class Sink:
+        async def record(self, msg: dict) -> dict:
+            orjson.dumps({**msg, "op": "flow_record", "id": 1})
+            return {"recorded": True}
+
+    rnd = random.Random(2)
+
+    def conversation(results: int, result_chars: int, system: int, tools: int, n: int) -> bytes:
+        msgs: list[dict] = [{"role": "user", "content": "Fix the failing test."}]
+        for k in range(results):
+            tid = f"toolu_{n}_{k}" if k == results - 1 else f"toolu_{k}"
+            msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Read",
+                                                           "input": {"file_path": f"/proj/f{k}.py"}}]})
+            msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                                      "content": words(rnd, result_chars // 6)}]})
+        body = {"model": "m", "max_tokens": 1024, "system": [{"type": "text", "text": words(rnd, system // 6)}],
+                "tools": [{"name": f"t{k}", "description": words(rnd, 60), "input_schema": {"type": "object"}}
+                          for k in range(tools)], "messages": msgs}
+        return orjson.dumps(body)
+
+    pol = Policy()
+    headers = {"x-claude-code-session-id": "bench-session"}
+
+    async def records(label: str, make, n: int) -> None:
+        feed = FlowFeed(pol, Sink())
+        bodies = [make(i) for i in range(n + 1)]
+        base = timed(lambda it=iter(bodies): orjson.loads(next(it)), n)
+        out = []
+        for b in bodies:
+            t = time.perf_counter_ns()
+            rf = feed.begin("anthropic", headers, b)
+            assert rf is not None and rf.task is not None
+            await rf.task
+            await rf.settled()
+            out.append(time.perf_counter_ns() - t)
+        got = pct(out[1:])  # the first request records the whole conversation
+        print(f"{label + f' [{len(bodies[0]) // 1024} KB]':34} {got[0]:9.1f} {got[1]:9.1f}   {base[0]:12.2f} {got[0] / base[0]:6.1f}x")
+
+    async def checks() -> None:
+        svc = MCPService(Policy.model_validate({"mcp": {"inspection": {"registry": {"persistent": False}}}}),
+                         "/nonexistent", lambda ev: True, flow=e)
+        judge = ToolJudge(LocalDecider(svc), NameGate(frozenset(), False), lambda ev: None)
+        feed = FlowFeed(pol, Sink())
+        rf_active = feed.begin("anthropic", {"x-claude-code-session-id": "s"}, b'{"tool_result"}')  # session "s": 10k entries
+        assert rf_active is not None and rf_active.task is not None
+        await rf_active.task
+        fresh = FlowFeed(pol, Sink()).begin("anthropic", {"x-claude-code-session-id": "t"}, b"{}")
+        args = {"url": "https://docs.example.com/api?q=pagination", "prompt": "summarise"}
+
+        async def one(rf) -> None:
+            await judge.judge(name="WebFetch", call_id="toolu_x", arguments=args, request_id="r", dialect="anthropic", flow=rf)
+
+        for label, rf in (("session without origins (fast path)", fresh), ("session with 10,000 index entries", rf_active)):
+            out = []
+            for _ in range(N):
+                t = time.perf_counter_ns()
+                await one(rf)
+                out.append(time.perf_counter_ns() - t)
+            p50, p99 = pct(out)
+            print(f"  {label:38} {p50:9.1f} {p99:9.1f}")
+
+    print(f"\n{'proxy: records per request':34} {'p50 µs':>9} {'p99 µs':>9}   {'loads p50':>12} {'ratio':>7}")
+    asyncio.run(records("small conversation (3 results)", lambda i: conversation(3, 1500, 0, 0, i), 500))
+    asyncio.run(records("Claude Code-sized (20 results)", lambda i: conversation(20, 4000, 30_000, 40, i), 200))
+    print(f"\n{'proxy: flow check per tool call':40} {'p50 µs':>9} {'p99 µs':>9}   (target: <= 50 µs p50 with 10,000)")
+    asyncio.run(checks())
 
 
 if __name__ == "__main__":

@@ -12,9 +12,20 @@ plus this client, all on loopback:
   until complete and decided; its text events pass unparsed), and the
   proxy's CPU time per stream for both.
 
-Prints the figures and the ratios against the targets (added p50 <= 1 ms and
-p99 <= 3 ms at c=1; SSE TTFB within 1 ms of direct; proxy throughput >= 50% of
-direct at c=64). Usage: ``.venv/bin/python bench/proxy.py [--quick]``.
+* requests that carry tool results (an Anthropic conversation after three
+  tool calls, ~9 KB, a new tool_use_id each request as in an agent loop):
+  the proxy parses them and hands each new result to the flow engine as a
+  data origin (docs/flow.md "Proxy-only mode"); with a text answer, and with
+  a tool call answer that is then flow-checked against a session of 10,000
+  index entries (the decision in-process, as in the rows above).
+
+Both proxies run as installed by default, data-flow step included (records
+are serialised as for the channel; the daemon's side of a record is another
+process: its cost is in bench/flow.py). Prints the figures and the ratios
+against the targets (added p50 <= 1 ms and p99 <= 3 ms at c=1; SSE TTFB
+within 1 ms of direct; proxy throughput >= 50% of direct at c=64; these are
+for requests without tool results). Usage: ``.venv/bin/python bench/proxy.py
+[--quick]``.
 """
 
 from __future__ import annotations
@@ -37,6 +48,13 @@ SMALL_BODY = b'{"model":"small","max_tokens":64,"messages":[{"role":"user","cont
 SSE_BODY = b'{"model":"sse2000","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Go."}]}'
 SSE_TOOL_BODY = b'{"model":"sse2000tool","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Go."}]}'
 HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-ant-bench"}
+TOOLRES_MSGS = [
+    {"role": "user", "content": "Fix the failing test."},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_b1", "name": "Read", "input": {"file_path": "/proj/app.py"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_b1", "content": "\n".join(f"{n:6}\tdef handler_{n}(request):  # route {n}" for n in range(80))}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_b2", "name": "Bash", "input": {"command": "pytest -q tests/test_app.py", "description": "run"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_b2", "content": "F.. [100%]\nFAILED tests/test_app.py::test_route - AssertionError: 404 != 200\n" * 12}]},
+]
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
 
 
@@ -51,6 +69,7 @@ def serve_upstream(port_file: str) -> None:
         f.add("small", Scenario([text("Hi! How can I help you today?")]))
         f.add("sse2000", Scenario([text("x" * 2000)], split_text=1, pace=True, pause_after_first=0.02))
         f.add("sse2000tool", Scenario([text("x" * 1990), tool("get_weather", "toolu_bench", {"city": "Paris"})], split_text=1, pace=True, pause_after_first=0.02))
+        f.add("flowtool", Scenario([tool("WebFetch", "toolu_fetch", {"url": "https://docs.example.com/api?q=pagination", "prompt": "summarise"})]))
         f.requests = _Discard()  # do not keep 100k request records
         await f.start()
         Path(port_file).write_text(str(f.port))
@@ -64,15 +83,36 @@ class _Discard(list):  # type: ignore[type-arg]
         pass
 
 
+def toolres_body(n: int, model: str = "small") -> bytes:
+    """The conversation after three tool calls; the last one's id is new each request."""
+    import orjson
+
+    msgs = [*TOOLRES_MSGS,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_g{n}", "name": "Grep", "input": {"pattern": "route 42"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_g{n}", "content": f"app.py:42: def handler_42(request):  # match {n}"}]}]
+    return orjson.dumps({"model": model, "max_tokens": 64, "messages": msgs})
+
+
 def serve_proxy(port_file: str, upstream: str, with_policy: bool) -> None:
+    import orjson
+
+    from agentsh.agent.flow import FlowEngine
     from agentsh.agent.mcp.service import MCPService
     from agentsh.agent.policy.schema import Policy
     from agentsh.proxy.decider import LocalDecider, NameGate
+    from agentsh.proxy.flow_feed import FlowFeed, session_key
     from agentsh.proxy.server import ProxyServer
 
     class NullSink:
         def emit(self, ev: dict[str, Any]) -> None:
             pass
+
+    class ChannelShapedSink:
+        """The proxy's side of a record: the line the channel client writes."""
+
+        async def record(self, msg: dict[str, Any]) -> dict[str, Any]:
+            orjson.dumps({**msg, "op": "flow_record", "id": 1})
+            return {"recorded": True}
 
     async def main() -> None:
         state = tempfile.mkdtemp(prefix="agentsh-bench-")
@@ -83,13 +123,22 @@ def serve_proxy(port_file: str, upstream: str, with_policy: bool) -> None:
                 "mcp": {"inspection": {"registry": {"persistent": False}}},
             }
         )
-        svc = MCPService(pol, state, lambda ev: True)
+        engine = FlowEngine(pol)
+        # the session of the benchmark's API key holds ~10,000 index entries (the default budget)
+        key = session_key({"x-api-key": HEADERS["x-api-key"]})
+        i = 0
+        while engine.stats()["index_entries"] < 9_900:
+            engine.record(key, "Read", None, f"file {i}: " + " ".join(f"w{i}x{k}" for k in range(40)) + f"\nTOKEN_{i}=tok{i * 7919:x}z{i}",
+                          arguments={"file_path": f"/proj/f{i}.txt"})
+            i += 1
+        svc = MCPService(pol, state, lambda ev: True, flow=engine)
         if with_policy:
             svc.register_tools("weather", "stdio", None, TOOLS)
             gate = NameGate(frozenset(["get_weather", "weather"]), False)
         else:
             gate = NameGate(frozenset(), False)  # empty registry: nothing can be blocked
-        srv = ProxyServer(pol, decider=LocalDecider(svc), gate=gate, sink=NullSink(), state_dir=state)
+        feed = FlowFeed(pol, ChannelShapedSink())
+        srv = ProxyServer(pol, decider=LocalDecider(svc), gate=gate, sink=NullSink(), state_dir=state, flow=feed)
         port = await srv.start()
         Path(port_file).write_text(str(port))
         await asyncio.Event().wait()
@@ -126,6 +175,22 @@ async def latency_c1(session: Any, url: str, n: int) -> list[float]:
     for _ in range(n):
         t = time.perf_counter()
         async with session.post(url, data=SMALL_BODY, headers=HEADERS) as r:
+            await r.read()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+_SEQ = [0]
+
+
+async def latency_toolres(session: Any, url: str, n: int, model: str = "small") -> list[float]:
+    """Requests carrying tool results (a new tool_use_id each, as in an agent loop)."""
+    out = []
+    for _ in range(n):
+        _SEQ[0] += 1
+        body = toolres_body(_SEQ[0], model)
+        t = time.perf_counter()
+        async with session.post(url, data=body, headers=HEADERS) as r:
             await r.read()
         out.append((time.perf_counter() - t) * 1000)
     return out
@@ -242,6 +307,15 @@ async def run(quick: bool) -> None:
                 c0 = _cpu_seconds(pxp.pid)
                 sse["proxy+policy"].append(await sse_once(s, policied, SSE_TOOL_BODY))
                 sse_cpu["proxy+policy"] += _cpu_seconds(pxp.pid) - c0
+            # requests with tool results (flow records), then answered by a tool call (flow check)
+            ntr = n1 // 2
+            tr: dict[str, list[float]] = {"direct": [], "proxy": [], "direct+call": [], "proxy+call": []}
+            await latency_toolres(s, policied, 20)
+            for _ in range(5):
+                tr["direct"] += await latency_toolres(s, direct, ntr // 5)
+                tr["proxy"] += await latency_toolres(s, policied, ntr // 5)
+                tr["direct+call"] += await latency_toolres(s, direct, ntr // 5, "flowtool")
+                tr["proxy+call"] += await latency_toolres(s, policied, ntr // 5, "flowtool")
     finally:
         for p in (up, px, pxp):
             p.terminate()
@@ -285,6 +359,15 @@ async def run(quick: bool) -> None:
         f"  proxy CPU per stream (load-independent): plain copy {sse_cpu['proxy'] * 1000 / nsse:.2f} ms,"
         f" inspected (1,990 text events + a decided tool call) {sse_cpu['proxy+policy'] * 1000 / nsse:.2f} ms"
     )
+    print(f"requests carrying tool results ({len(toolres_body(0))} B, 3 results, one new per request; {len(tr['proxy'])} each):")
+    print(row("direct, text answer", tr["direct"]))
+    print(row("proxy, text answer", tr["proxy"]))
+    print(row("direct, tool call answer", tr["direct+call"]))
+    print(row("proxy, tool call flow-checked", tr["proxy+call"]))
+    for k, base in (("proxy", "direct"), ("proxy+call", "direct+call")):
+        a50 = pct(tr[k], 0.5) - pct(tr[base], 0.5)
+        a99 = pct(tr[k], 0.99) - pct(tr[base], 0.99)
+        print(f"  {k:<12} added p50 {a50:.3f} ms  added p99 {a99:.3f} ms")
 
 
 def main() -> None:

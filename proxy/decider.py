@@ -7,11 +7,19 @@ a ``NameGate`` holds the names of the daemon's decision snapshot (polled at
 most once a second): a tool name that cannot be an MCP tool is never sent for
 a decision, and when nothing could be blocked at all the relay skips parsing.
 
+Data flow (proxy/flow_feed.py, docs/flow.md "Proxy-only mode"): once the
+request's flow session has origins, every tool call is decided with
+``flow_check`` (Claude Code's own Read, Bash, WebFetch included), after the
+session's records in flight have landed; ``can_ask`` is false (``ask``
+degrades to ``warn``). Every call of an inspected response is remembered for
+results whose call a later request does not repeat.
+
 When the daemon does not answer (stopped, overloaded), ``ToolJudge`` decides
 with the same pipeline on that snapshot (agent/mcp/offline.py
-``SnapshotDecider``), records the event itself, and says so in its reports:
-"deciding offline" is a degraded state in ``agentshctl status``. Only with no
-snapshot at all does ``fail_closed`` alone decide.
+``SnapshotDecider``, with the flow engine the proxy feeds while the daemon is
+away), records the event itself, and says so in its reports: "deciding
+offline" is a degraded state in ``agentshctl status``. Only with no snapshot
+at all does ``fail_closed`` alone decide (flow checks still run offline).
 """
 
 from __future__ import annotations
@@ -22,10 +30,13 @@ import inspect
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsh.agent.mcp.offline import SnapshotDecider
 from agentsh.agent.mcp.types import Decision, DecisionRequest
+
+if TYPE_CHECKING:
+    from agentsh.proxy.flow_feed import RequestFlow
 
 log = logging.getLogger("agentsh.proxy")
 
@@ -208,6 +219,12 @@ class ToolJudge:
         """Something else reached the daemon: try it again for the next decision."""
         self._offline_until = 0.0
 
+    def daemon_failed(self, why: str) -> None:
+        """Something else (a flow record) found the daemon not answering: decide
+        offline at once for a while, as after a failed decision."""
+        self.daemon_failures += 1
+        self._offline_until = time.monotonic() + OFFLINE_HOLD_SECONDS
+
     def health(self) -> dict[str, Any]:
         return {
             "offline": self.is_offline,
@@ -226,9 +243,17 @@ class ToolJudge:
         arguments: Any,
         request_id: str,
         dialect: str,
+        flow: RequestFlow | None = None,
     ) -> Decision | None:
-        if not self.gate.needs(name):
+        check = False
+        if flow is not None:
+            flow.remember(call_id, name, arguments)
+            check = flow.active
+        if not check and not self.gate.needs(name):
             return None
+        if check:
+            assert flow is not None
+            await flow.settled()
         req = DecisionRequest(
             tool_name=name,
             arguments=arguments,
@@ -236,6 +261,9 @@ class ToolJudge:
             request_id=request_id,
             dialect=dialect,
             tool_call_id=call_id,
+            flow_session=flow.key if flow is not None else None,
+            flow_check=check,
+            can_ask=False,
         )
         why = "offline"
         if not self.is_offline:
@@ -252,11 +280,11 @@ class ToolJudge:
         name = req.tool_name
         self.last_offline_at = time.time()
         off = self.offline
-        if off is not None and off.version is not None:
+        if off is not None and (off.version is not None or req.flow_check):
             self.offline_decisions += 1
             d = off.decide(req)
-            if not d.known and not d.blocked:
-                return None  # not an MCP tool by the last snapshot: passes, like online
+            if not d.known and not d.blocked and not d.reason:
+                return None  # not an MCP tool by the last snapshot, no flow: passes, like online
             d.reason = f"{d.reason} (decided offline: agentshd unavailable)" if d.reason else "decided offline: agentshd unavailable"
         else:
             closed = self.gate.fail_closed
@@ -285,6 +313,20 @@ class ToolJudge:
                 "tool_hash": d.tool_hash,
                 "action": d.action,
                 "reason": d.reason,
+                **_flow_fields(d),
             }
         )
         return d
+
+
+def _flow_fields(d: Decision) -> dict[str, Any]:
+    """The flow verdict of an offline decision, for its event (as the daemon's)."""
+    f = d.flow
+    if not f or (f.get("flow_type") is None and f.get("action") == "allow"):
+        return {}
+    return {
+        "flow_type": f.get("flow_type"),
+        "risk_level": f.get("risk_level"),
+        "flow_decision": f.get("action"),
+        "coverage": f.get("coverage"),
+    }

@@ -31,6 +31,7 @@ from agentsh.agent.mcp.offline import SnapshotDecider
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.bodystore import bodies_path
 from agentsh.proxy.decider import DaemonDecider, NameGate, SnapshotPoller
+from agentsh.proxy.flow_feed import ChannelFlowSink, FlowFeed
 from agentsh.proxy.privileges import drop_privileges, prepare_dir, prepare_file, resolve_account
 from agentsh.proxy.reporter import EventReporter
 from agentsh.proxy.server import ProxyServer
@@ -149,6 +150,14 @@ async def run(
         state_dir=state_dir,
     )
     server.judge.offline = offline
+    # data flow: tool results to the daemon as origins, the offline engine while it is away
+    server.flow = FlowFeed(
+        policy,
+        ChannelFlowSink(chan) if chan is not None else None,
+        local=offline.flow,
+        is_offline=lambda: server.judge.is_offline,
+        on_failure=server.judge.daemon_failed,
+    )
     poller = SnapshotPoller(chan, gate, offline, on_ok=server.judge.daemon_answered, selftests=server.selftests)
     if chan is not None:
         await poller.refresh()
@@ -168,7 +177,22 @@ async def run(
             "events": reporter.stats(),
             "events_dropped": reporter.dropped,
             "requests": server.counts.get("requests", 0),
+            "flow": server.flow.stats() if server.flow is not None else None,
             **server.judge.health(),
+            "metrics": metrics(),
+        }
+
+    def metrics() -> dict[str, Any]:
+        """Cumulative counters and histograms for the daemon's /metrics (agent/daemon/metrics.py)."""
+        judge = server.judge
+        return {
+            **server.counts,
+            "events_spooled": reporter.spooled,
+            "events_dropped": reporter.dropped,
+            "offline_decisions": judge.offline_decisions,
+            "fail_open": judge.fail_open,
+            "added_latency": server.added.to_json(),
+            "duration": server.duration.to_json(),
         }
 
     loop = asyncio.get_running_loop()

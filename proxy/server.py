@@ -32,6 +32,7 @@ from typing import Any
 
 from aiohttp import HttpVersion11, web
 
+from agentsh.agent.daemon.metrics import DURATION_BUCKETS, Buckets
 from agentsh.agent.mcp.types import Decision
 from agentsh.agent.policy.schema import Policy
 from agentsh.proxy.bodystore import BodyStore, bodies_path
@@ -46,6 +47,7 @@ from agentsh.proxy.dialects import (
 )
 from agentsh.proxy.dlp import BodyRedactor
 from agentsh.proxy.encoding import DecodeError, Decoder, codings, decode_all
+from agentsh.proxy.flow_feed import FlowFeed, RequestFlow
 from agentsh.proxy.headers import (
     SERVER_DECODED_ENCODINGS,
     client_response_headers,
@@ -119,10 +121,13 @@ class ProxyServer:
         gate: NameGate | None = None,
         sink: Any,
         state_dir: str | Path | None = None,
+        flow: FlowFeed | None = None,
     ) -> None:
         self.gate = gate if gate is not None else NameGate(None, policy.mcp.fail_closed)
         self.sink = sink
         self.judge = ToolJudge(decider, self.gate, sink.emit)
+        self.flow = flow
+        """Data-flow records and checks (proxy/flow_feed.py); None: no flow step."""
         self.selftests: dict[str, str] = {}
         """agentshctl selftest: request token → its loopback upstream (from the daemon's snapshot)."""
         self.state_dir = Path(state_dir) if state_dir is not None else Path(policy.daemon.state_dir)
@@ -133,6 +138,9 @@ class ProxyServer:
         self._rid_prefix = secrets.token_hex(8)  # unique per process; a counter within it
         self._seq = 0
         self.counts = {"requests": 0, "streams": 0, "tool_calls": 0, "blocked": 0, "errors": 0, "malformed": 0}
+        self.added = Buckets()
+        """Per request, the time the proxy itself held it (before upstream, decisions): /metrics."""
+        self.duration = Buckets(DURATION_BUCKETS)
         self.max_response_bytes = MAX_RESPONSE_BYTES
         self.max_stream_decoded = MAX_STREAM_DECODED_BYTES
         self.update_policy(policy)
@@ -147,6 +155,8 @@ class ProxyServer:
             self.pool.read_timeout = self.cfg.upstream_timeout_seconds
         if self.gate.version is None:  # no daemon snapshot: the policy's own setting
             self.gate.fail_closed = policy.mcp.fail_closed
+        if self.flow is not None:
+            self.flow.update_policy(policy)
         mode = self.cfg.mode
         self.redactor = BodyRedactor(self.cfg.dlp) if mode == "embedded" and self.cfg.dlp.mode == "redact" else None
         if mode == "mcp-only":
@@ -210,6 +220,7 @@ class ProxyServer:
             "daemon_failures": self.judge.daemon_failures,
             "names_known": None if self.gate.names is None else len(self.gate.names),
             "fail_closed": self.gate.fail_closed,
+            "flow": self.flow.stats() if self.flow is not None else None,
         }
 
     # ------------------------------------------------------------------ request path
@@ -265,6 +276,9 @@ class ProxyServer:
                         st.status, st.error = 415, f"request body: {e}"
                         return self._error(rt, 415, f"agentsh proxy: cannot decode the request body ({e})")
                     body_decoded = True
+            if self.flow is not None and rt.dialect is not None:
+                # tool results become data origins (records run while the request goes upstream)
+                st.flow = self.flow.begin(rt.dialect, headers, body)
             if dlp:
                 assert self.redactor is not None
                 send_body, redactions = self.redactor.redact_body(body)
@@ -274,6 +288,7 @@ class ProxyServer:
                 header_block = upstream_header_block(
                     request.raw_headers, identity=rt.dialect is not None, body_decoded=body_decoded
                 )
+                st.sent_at = time.perf_counter()
                 up = await pool.request(pool.origin(rt.base_url), method, rt.target, header_block, send_body)
             except TimeoutError:
                 st.status, st.error = 504, "upstream timed out"
@@ -287,7 +302,9 @@ class ProxyServer:
             st.status = up.status
             try:
                 streaming = media_type(up.get("content-type")) == "text/event-stream"
-                inspect = rt.dialect is not None and not self.gate.plain_copy
+                inspect = rt.dialect is not None and (
+                    not self.gate.plain_copy or (st.flow is not None and st.flow.active)
+                )
                 if inspect and 300 <= up.status < 400:
                     up.close()  # a redirect would send the client past the proxy
                     return self._refuse(rt, st, f"upstream redirect ({up.status}) on an inspected path")
@@ -310,12 +327,18 @@ class ProxyServer:
         finally:
             self._finish(path, rt, rid, t0, body, send_body, redactions, st)
 
-    def _judge(self, rid: str, dialect: str) -> Any:
+    def _judge(self, rid: str, dialect: str, st: _ReqState) -> Any:
         """The per-request decision callback (built only when a tool call may be judged)."""
         tj = self.judge
 
         async def judge(name: str, call_id: str, args: Any) -> Decision | None:
-            return await tj.judge(name=name, call_id=call_id, arguments=args, request_id=rid, dialect=dialect)
+            t = time.perf_counter()
+            try:
+                return await tj.judge(
+                    name=name, call_id=call_id, arguments=args, request_id=rid, dialect=dialect, flow=st.flow
+                )
+            finally:
+                st.waited += time.perf_counter() - t
 
         return judge
 
@@ -403,7 +426,7 @@ class ProxyServer:
                 st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
                 return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
             chunks = _empty()
-        interceptor = INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect), st.c)
+        interceptor = INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect, st), st.c)
         return await self._relay_stream(
             request, up, st, interceptor, decoder if decoder.stages else None, bytes(head), chunks
         )
@@ -437,7 +460,7 @@ class ProxyServer:
         assert rt.dialect is not None
         sse = _SSE_FIELD.search(body) is not None
         try:
-            res = await rewrite(rt.dialect, body, self._judge(rid, rt.dialect))
+            res = await rewrite(rt.dialect, body, self._judge(rid, rt.dialect, st))
         except Refused:
             if not sse:
                 raise
@@ -447,7 +470,7 @@ class ProxyServer:
             async def collect(b: bytes) -> None:
                 out.append(b)
 
-            relay = SSERelay(INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect), st.c), collect, self.cfg.max_sse_line_bytes)
+            relay = SSERelay(INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect, st), st.c), collect, self.cfg.max_sse_line_bytes)
             await relay.feed(body)
             await relay.finish()
             if relay.refused is not None:
@@ -543,6 +566,9 @@ class ProxyServer:
         st: _ReqState,
     ) -> None:
         c = st.c
+        took = time.perf_counter() - t0
+        self.duration.observe(took)
+        self.added.observe((took if st.sent_at is None else st.sent_at - t0) + st.waited)
         self.counts["tool_calls"] += c.tool_calls
         self.counts["blocked"] += c.blocked
         self.counts["malformed"] += c.malformed
@@ -560,7 +586,7 @@ class ProxyServer:
                 "streaming": st.streaming,
                 "input_tokens": st.usage.input,
                 "output_tokens": st.usage.output,
-                "latency_ms": round((time.perf_counter() - t0) * 1000, 3),
+                "latency_ms": round(took * 1000, 3),
                 "request_bytes": len(body),
                 "response_bytes": st.response_bytes,
                 "tool_calls": c.tool_calls,
@@ -588,10 +614,14 @@ async def _empty() -> Any:
 
 
 class _ReqState:
-    __slots__ = ("c", "error", "response_bytes", "rewritten", "status", "stored", "streaming", "usage")
+    __slots__ = (
+        "c", "error", "flow", "response_bytes", "rewritten", "sent_at", "status", "stored", "streaming", "usage", "waited"
+    )
 
     def __init__(self) -> None:
         self.c = Counters()
+        self.flow: RequestFlow | None = None
+        """The request's data-flow view (None: flow tracking off, or not a dialect path)."""
         self.usage = UsageScan()
         self.status = 0
         self.streaming = False
@@ -599,3 +629,7 @@ class _ReqState:
         self.response_bytes = 0
         self.rewritten = False
         self.stored: list[bytes] | None = None
+        self.sent_at: float | None = None
+        """When the request went upstream (perf_counter)."""
+        self.waited = 0.0
+        """Seconds tool calls of this exchange waited for their decisions."""

@@ -24,10 +24,17 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.client import ControlClient, ControlError, DaemonUnavailable, SyncDecisionClient
+from agentsh.agent.client import (
+    ControlClient,
+    ControlError,
+    DaemonUnavailable,
+    SyncChannelClient,
+    SyncDecisionClient,
+)
+from agentsh.agent.lenient_json import clip
 from agentsh.shim.spool import Spool
 
-__all__ = ["DaemonLink", "LinkDown"]
+__all__ = ["DaemonLink", "FlowRecords", "LinkDown", "bounded_arguments", "mcp_result_content"]
 
 log = logging.getLogger("agentsh.shim")
 
@@ -37,6 +44,75 @@ EVENT_BATCH = 512
 EVENT_FLUSH_SECONDS = 0.05
 """Events are collected and sent in batches at this period: emitting an event from a
 relay thread is a deque append, never a wake-up of the event loop."""
+
+
+FLOW_QUEUE_MAX = 1024
+"""Tool-call outcomes waiting to be recorded; beyond, the oldest are dropped (and counted)."""
+FLOW_RECORD_TIMEOUT = 5.0
+
+
+def mcp_result_content(result: Any, budget: int) -> list[Any]:
+    """What of an MCP ``tools/call`` outcome is a data origin (docs/flow.md
+    "Matching"), as strings of at most ``budget`` characters in all: the text
+    of ``text`` blocks and of embedded ``resource``s, ``structuredContent`` and
+    an ``error`` object as JSON text; not the base64 of images, audio and
+    blobs (no text the agent could pass on verbatim)."""
+    out: list[Any] = []
+    left = budget
+
+    def text(t: str) -> None:
+        nonlocal left
+        if left > 0 and t:
+            out.append(t[:left])
+            left -= min(len(t), left)
+
+    if not isinstance(result, dict):
+        if isinstance(result, str):
+            text(result)
+        elif result is not None:
+            try:
+                text(orjson.dumps(clip(result, max_depth=16, max_items=200, max_str=max(budget, 1))).decode())
+            except (TypeError, orjson.JSONEncodeError):
+                pass
+        return out
+    blocks = result.get("content")
+    for b in blocks if isinstance(blocks, list) else ():
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text" and isinstance(b.get("text"), str):
+            text(b["text"])
+        elif kind == "resource" and isinstance(b.get("resource"), dict):
+            r = b["resource"]
+            if isinstance(r.get("text"), str):
+                text(r["text"])
+    for key in ("structuredContent", "error", "toolResult"):  # toolResult: the 2024-11-05 compatibility shape
+        v = result.get(key)
+        if v is not None and left > 0:
+            # as JSON text (the engine opens it when whole), within what is left of the budget
+            try:
+                j = orjson.dumps(clip(v, max_depth=16, max_items=200, max_str=left)).decode()
+            except (TypeError, orjson.JSONEncodeError):
+                continue
+            text(j)
+    return out
+
+
+_NAMING_KEYS = ("file_path", "path", "filename", "file", "url", "uri", "query", "command", "name")
+
+
+def bounded_arguments(args: Any, max_bytes: int = 1 << 16) -> dict[str, Any] | None:
+    """A call's arguments for a record, bounded (they name the origin; they are
+    not content): larger than ``max_bytes`` as JSON, only the naming fields."""
+    if not isinstance(args, dict):
+        return None
+    small = clip(args, max_depth=6, max_items=32, max_str=4096)
+    try:
+        if len(orjson.dumps(small)) <= max_bytes:
+            return small  # type: ignore[no-any-return]
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    return {k: v[:4096] for k in _NAMING_KEYS if isinstance(v := args.get(k), str)}
 
 
 class LinkDown(Exception):
@@ -202,8 +278,9 @@ class DaemonLink:
         if self.up and self.shim_id:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(
-                    self.client.post(
-                        f"/v1/shims/{self.shim_id}/unregister", {"exit_code": exit_code}
+                    self.client.post(  # with the final counters (a last heartbeat)
+                        f"/v1/shims/{self.shim_id}/unregister",
+                        {**self._heartbeat_payload(), "exit_code": exit_code},
                     ),
                     2.0,
                 )
@@ -337,3 +414,80 @@ class DaemonLink:
                 except Exception:
                     log.exception("re-sending state to agentshd failed")
             self.spool.seal()
+
+
+class FlowRecords:
+    """Outcomes of allowed ``tools/call``s handed to the daemon as data origins
+    (``op: flow_record``; docs/flow.md "Modes"), off the relay path.
+
+    ``submit`` (a relay thread, before the client gets the result) only
+    appends to a bounded queue; a thread of its own builds each record
+    (``make``) and sends it on a channel connection of its own, so a result
+    never waits for its record. The daemon counts a call it allowed as a
+    result in flight until this record arrives (agent/daemon/hooks.py), so a
+    later call of the flow session cannot be judged before it is known.
+    While the daemon is unreachable nothing is recorded (a shim's offline
+    decisions hold no flow state: docs/shim.md "Offline").
+    """
+
+    def __init__(self, link: DaemonLink, socket_path: str, make: Callable[[Any], dict[str, Any]]) -> None:
+        self.link = link
+        self._make = make
+        self._client = SyncChannelClient(socket_path)
+        self._queue: collections.deque[Any] = collections.deque()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.sent = 0
+        self.failed = 0
+        self.skipped = 0
+        """Not recorded: the daemon was unreachable, or the queue was full."""
+
+    def submit(self, item: Any) -> None:
+        if not self.link.up:
+            self.skipped += 1
+            return
+        q = self._queue
+        q.append(item)
+        if len(q) > FLOW_QUEUE_MAX:
+            q.popleft()
+            self.skipped += 1
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="shim-flow", daemon=True)
+                    self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while q:
+                try:
+                    item = q.popleft()
+                except IndexError:
+                    break
+                self._send(item)
+
+    def _send(self, item: Any) -> None:
+        if not self.link.up:
+            self.skipped += 1
+            return
+        try:
+            msg = self._make(item)
+            self._client.request(msg, FLOW_RECORD_TIMEOUT)
+            self.sent += 1
+        except ControlError as e:  # refused (a bug or version skew): not an outage
+            self.failed += 1
+            log.error("agentshd refused a flow record: %s", e)
+        except DaemonUnavailable as e:
+            self.failed += 1
+            self.link.mark_down(f"flow_record: {e}")
+        except Exception:
+            self.failed += 1
+            log.exception("cannot build or send a flow record")
+
+    def pending(self) -> int:
+        return len(self._queue)

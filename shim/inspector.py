@@ -16,7 +16,9 @@ shim/main.py) for the decisions the shim enforces:
   repeated names are removed from the result (the only time a server line is
   re-serialised);
 - a server response to a ``tools/call`` is parsed and handed to
-  ``Gate.tool_result`` before it is forwarded.
+  ``Gate.tool_result`` before it is forwarded; then the call's outcome
+  (result or JSON-RPC error, with the call's arguments) goes to
+  ``Gate.tool_call_done`` (data-flow records: docs/flow.md "Modes").
 
 The rule (docs/shim.md "Refused messages"): a line that cannot be parsed, is
 not valid JSON-RPC, is too long, or is a response nobody is waiting for is
@@ -79,6 +81,11 @@ class Gate(Protocol):
         Optional (gates without it are fine). ``result`` is the decoded JSON,
         possibly lenient-normalised and arbitrarily deep: bound it
         (``lenient_json.clip``) before shipping it anywhere."""
+
+    def tool_call_done(self, name: str, call_id: Any, arguments: Any, result: Any, error: Any) -> None:
+        """The outcome of an allowed tools/call (``result``, or the JSON-RPC
+        ``error`` object), before the client gets it. Optional; must not block:
+        it runs on the relay thread."""
 
 
 def blocked_message(tool: str, reason: str) -> str:
@@ -146,6 +153,7 @@ class MessageInspector:
         self._tool_names: set[str] = set()
         self._refused_tools: OrderedDict[str, str] = OrderedDict()  # name -> why it is not shown
         self._tool_result = getattr(gate, "tool_result", None)
+        self._call_done = getattr(gate, "tool_call_done", None)
 
     # ------------------------------------------------------------------ client -> server
 
@@ -215,7 +223,7 @@ class MessageInspector:
             if not allowed:
                 self.stats.blocks += 1
                 return rpc.error_response(msg.id, blocked_message(name, reason)) if is_request else b""
-            context = name
+            context = (name, args)
         elif method == rpc.TOOLS_LIST:
             params = msg.params
             context = isinstance(params, dict) and bool(params.get("cursor"))
@@ -389,13 +397,20 @@ class MessageInspector:
             self._count_invalid("server", "response to no pending request")
             return b""
         if msg.kind is Kind.ERROR:
+            if entry.method == rpc.TOOLS_CALL and self._call_done is not None:
+                name, args = entry.context
+                err = msg.obj.get("error") if isinstance(msg.obj, dict) else None
+                self._call_done(name, entry.id, args, None, err)
             return None
         if entry.method == rpc.TOOLS_LIST:
             return self._list_response(msg, entry)
         if entry.method == rpc.TOOLS_CALL:
             self.stats.tool_results += 1
+            name, args = entry.context
             if self._tool_result is not None:
-                self._tool_result(entry.context, entry.id, msg.result)
+                self._tool_result(name, entry.id, msg.result)
+            if self._call_done is not None:
+                self._call_done(name, entry.id, args, msg.result, None)
         elif entry.method == rpc.INITIALIZE:
             self.gate.server_info(*rpc.server_info(msg.result))
         return None

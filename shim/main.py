@@ -33,7 +33,13 @@ from agentsh.agent.events.models import ProtocolError, ShimExited, ShimRegistere
 from agentsh.agent.mcp.offline import LocalDecider, event_json, load_policy
 from agentsh.agent.mcp.serverid import server_id_for
 from agentsh.agent.mcp.types import Decision, DecisionRequest
-from agentsh.shim.daemon_link import DaemonLink, LinkDown
+from agentsh.shim.daemon_link import (
+    DaemonLink,
+    FlowRecords,
+    LinkDown,
+    bounded_arguments,
+    mcp_result_content,
+)
 from agentsh.shim.inspector import MessageInspector
 from agentsh.shim.relay import Output, RelayStats, grow_pipe, pump_client, pump_server
 from agentsh.shim.spool import Spool, spool_dir
@@ -97,6 +103,10 @@ class Shim:
         self.command = list(self.opts.command)
         self.pid = os.getpid()
         self.session_id = os.environ.get("AGENTSH_SESSION_ID") or None
+        # The agent's session when it says (Claude Code sets it for its MCP
+        # servers): decisions and records then join its flow session directly.
+        cc = os.environ.get("CLAUDE_CODE_SESSION_ID") or ""
+        self.flow_session = cc if 0 < len(cc) <= 256 else None
         self.loaded, self.policy_error = load_policy(self.opts.config_dir or DEFAULT_CONFIG_DIR)
         if self.policy_error:
             log.warning("policy in %s not usable (%s); using the embedded default",
@@ -112,7 +122,9 @@ class Shim:
             self._heartbeat_payload,
             self._resend_tools,
         )
-        self.local = LocalDecider(self.loaded, self.link.emit, self.server_id, self.session_id, self.pid)
+        self.local = LocalDecider(self.loaded, self.link.emit, self.server_id, self.session_id, self.pid,
+                                  flow_session=self.flow_session)
+        self.flow_records = FlowRecords(self.link, self.opts.socket or default_socket(), self._flow_record)
         self.inspector = MessageInspector(self)
         self.stats = RelayStats()
         self.known_tools: dict[str, dict[str, Any]] = {}
@@ -136,6 +148,7 @@ class Shim:
             session_id=self.session_id,
             jsonrpc_id=jsonrpc_id,
             pid=self.pid,
+            flow_session=self.flow_session,
         )
         d: Decision | None = None
         if self.link.up:
@@ -182,6 +195,33 @@ class Shim:
 
     def tool_result(self, name: str, call_id: Any, result: Any) -> None:
         """The parsed result of an allowed tools/call before the client gets it (not used yet)."""
+
+    def tool_call_done(self, name: str, call_id: Any, arguments: Any, result: Any, error: Any) -> None:
+        """An allowed tools/call's result (or error) is on its way to the client:
+        hand it to the daemon as a data origin, off the relay path (docs/flow.md "Modes")."""
+        self.flow_records.submit((name, call_id, arguments, result, error))
+
+    def _flow_record(self, item: tuple[str, Any, Any, Any, Any]) -> dict[str, Any]:
+        """The ``flow_record`` message of one outcome (on the recorder's thread)."""
+        name, call_id, arguments, result, error = item
+        budget = self.loaded.policy.flow.flow_tracking.max_response_hash_bytes
+        msg: dict[str, Any] = {
+            "op": "flow_record",
+            "source": "shim",
+            "server_id": self.server_id,
+            "tool_name": name,
+            "content": mcp_result_content(result if error is None else {"error": error}, budget),
+            "call_id": call_id,
+            "pid": self.pid,
+        }
+        args = bounded_arguments(arguments)
+        if args is not None:
+            msg["arguments"] = args
+        if self.session_id:
+            msg["session_id"] = self.session_id
+        if self.flow_session:
+            msg["flow_session"] = self.flow_session
+        return msg
 
     # ------------------------------------------------------------------ helpers
 
@@ -239,6 +279,8 @@ class Shim:
             "offline_decisions": self.local.decisions,
             "spooled": self.spool.written,
             "last_offline_at": last,
+            "hidden": s.hidden,  # these and calls/blocks: cumulative, for the daemon's /metrics
+            "refused": sum(s.invalid.values()) + sum(s.oversized.values()),
         }
 
     def _report_protocol_errors(self) -> None:

@@ -29,7 +29,8 @@ FLOW_SERVERS = Path(__file__).resolve().parent / "mcp_servers" / "flow_servers.p
 
 def aws_key() -> str:
     """A fresh AWS-access-key-shaped secret per test (the detector's aws_access_key)."""
-    return "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+    # a real key id has digits; the detector requires one (agent/sensitive.py), ~4% of draws have none
+    return "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(15)) + secrets.choice("234567")
 
 
 @pytest.fixture
@@ -148,15 +149,22 @@ def test_mcp_note_read_then_posted_to_slack_is_denied_and_never_reaches_the_serv
     assert ev["classification"] == "external" and ev["risk_level"] == "critical"
 
 
-def test_wrapped_mcp_servers_join_the_hook_session_by_correlation(claude_code: ClaudeCode, guard: DaemonProc) -> None:
-    """The same MCP scenario with the servers under agentsh-shim (``mcp wrap``):
-    the hook's PreToolUse registers a pending call, the shim's ``tools/call``
-    with the same arguments links its MCP session to the hook session
-    (FR-030..032), and the flow summary names the linked session."""
+@pytest.mark.parametrize("named", [True, False], ids=["session_named", "by_correlation"])
+def test_wrapped_mcp_servers_join_the_hook_session(claude_code: ClaudeCode, guard: DaemonProc, named: bool) -> None:
+    """The same MCP scenario with the servers under agentsh-shim (``mcp wrap``).
+    Claude Code gives its MCP servers ``CLAUDE_CODE_SESSION_ID``: the shims
+    decide and record in the hook session directly (docs/flow.md "Proxy-only
+    mode"). A shim that is not told (here the variable is blanked in the
+    server's env, as for an agent that does not pass it) is joined by
+    correlation: the hook's PreToolUse registers a pending call, the shim's
+    ``tools/call`` with the same arguments links its MCP session to the hook
+    session (FR-030..032), and the flow summary names the linked session."""
     key = aws_key()
     work = claude_code.workdir()
     record = work.parent / "flow-calls.jsonl"
     env = {"RECORD_FILE": str(record), "NOTE_SECRET": key}
+    if not named:
+        env["CLAUDE_CODE_SESSION_ID"] = ""
     (work / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "notes-db": {"type": "stdio", "command": sys.executable, "args": [str(FLOW_SERVERS), "notes"], "env": env},
         "slack": {"type": "stdio", "command": sys.executable, "args": [str(FLOW_SERVERS), "post"], "env": env},
@@ -175,14 +183,19 @@ def test_wrapped_mcp_servers_join_the_hook_session_by_correlation(claude_code: C
     assert key in tool_result_text(r.tool_result_for("toolu_note"))
     denied_by_agentsh(r, "toolu_post", "internal→external")
     assert [json.loads(x)["tool"] for x in record.read_text().splitlines()] == ["read_note"]
-    # the shim decided the read_note call; its MCP session was linked to the hook session
     called = guard.wait_event("mcp_tool_called", lambda e: e["tool_name"] == "read_note")
     assert called["action"] == "allow"
-    st = json.loads(guard.ctl("status", "--json").stdout)
-    assert st["mcp"]["flow"]["correlated"] == 1 and st["mcp"]["flow"]["linked_mcp_sessions"] == 1
+    st = json.loads(guard.ctl("status", "--json").stdout)["mcp"]["flow"]
+    if named:  # the shim's decision and its record are in the hook session: nothing to correlate
+        assert st["correlated"] == 0 and st["linked_mcp_sessions"] == 0 and st["sessions"] == 1
+    else:  # the shim's MCP session was linked to the hook session
+        assert st["correlated"] == 1 and st["linked_mcp_sessions"] == 1
     guard.stop()
     (summary,) = [e for e in guard.events("flow_summary") if e["session_id"] == r.session_id]
-    assert len(summary["linked_mcp_sessions"]) == 1 and summary["linked_mcp_sessions"][0].startswith("agent:")
+    if named:
+        assert summary["linked_mcp_sessions"] == [] and "read_note" in summary["tools_used"]
+    else:
+        assert len(summary["linked_mcp_sessions"]) == 1 and summary["linked_mcp_sessions"][0].startswith("agent:")
     assert summary["coverage"] == "full" and summary["risk_level_distribution"].get("critical") == 1
 
 

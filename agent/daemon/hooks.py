@@ -22,8 +22,13 @@ were allowed but not yet recorded. A result that does not come in that time
 the session stops waiting until a result arrives again.
 
 ``op: flow_record`` is the same recording for the shim (an MCP ``tools/call``
-result) and the LLM proxy (a ``tool_result`` block): phase 2 of the seed's
-proxy-only mode (docs/flow.md "Modes").
+result) and the LLM proxy (a ``tool_result`` block): the seed's proxy-only
+mode (docs/flow.md "Modes"). The shim's results are waited for the same way:
+an allowed shim ``tools/call`` (``expect_result``, called by the channel after
+the decision) is a result in flight of its flow session until the shim's
+``flow_record`` for it (``call_id``) arrives, and a later decision of a call
+that can send data out in that session (``must_settle``: a shim's, the
+proxy's) waits for it first. The proxy awaits its own records itself.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from agentsh.agent.daemon.jsonhttp import BadInput
 from agentsh.agent.events.models import FlowSummary, HookEvaluation
@@ -375,6 +382,60 @@ class HookService:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ev.wait(), left)
 
+    # ------------------------------------------------------------------ shim results in flight
+
+    @staticmethod
+    def _shim_token(pid: int | None, call_id: Any) -> str:
+        """The outstanding-result key of one shim ``tools/call`` (its JSON-RPC id)."""
+        try:
+            cid = orjson.dumps(call_id).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            cid = repr(call_id)
+        return f"shim:{pid}:{cid}"
+
+    def _resolved(self, req: DecisionRequest) -> str:
+        key = flow_session_key(req)
+        fe = self.flow
+        return (fe.linked_session(key) if fe is not None else None) or key
+
+    def expect_result(self, req: DecisionRequest, dec: Decision) -> None:
+        """A shim's ``tools/call`` was allowed: its result is in flight until the
+        shim records it (``flow_record`` with ``call_id``), or gives up."""
+        if req.source != "shim" or dec.blocked or req.jsonrpc_id is None:
+            return
+        fe = self.flow
+        if fe is None or not fe.enabled:
+            return
+        token = self._shim_token(req.pid, req.jsonrpc_id)
+        self._outstanding.setdefault(self._resolved(req), {})[token] = time.monotonic()
+
+    def must_settle(self, req: DecisionRequest) -> bool:
+        """Whether a decision (a shim's or the proxy's) has to wait for results
+        of its flow session still in flight before it is taken: there are some,
+        and the call can send data off the host. Cheap when nothing is in flight."""
+        if not self._outstanding or req.source == "hook":
+            return False
+        fe = self.flow
+        if fe is None or not fe.enabled:
+            return False
+        key = self._resolved(req)
+        own = self._shim_token(req.pid, req.jsonrpc_id) if req.source == "shim" else None
+        if not self._pending_results(key, own):
+            return False
+        if self._lost.get(key, 0) >= LOST_STREAK:
+            self.counts["waits_skipped"] += 1
+            return False
+        try:
+            return fe.is_sink(req.tool_name, req.server_id, req.arguments)
+        except Exception:  # classification trouble: wait rather than miss a result
+            log.exception("is_sink failed for %r", req.tool_name)
+            return True
+
+    async def settle(self, req: DecisionRequest, deadline: float | None) -> None:
+        """Wait (bounded) for the results ``must_settle`` found in flight."""
+        own = self._shim_token(req.pid, req.jsonrpc_id) if req.source == "shim" else None
+        await self._settle(self._resolved(req), own, deadline)
+
     def _touch(self, session: str) -> None:
         now = time.monotonic()
         if session.startswith(SELFTEST_PREFIX):
@@ -426,14 +487,19 @@ class HookService:
         if fe is None or not fe.enabled:
             return {"recorded": False, "session": key, "sensitive": []}
         args = d.get("arguments")
-        res = fe.record(
-            key,
-            tool,
-            req.server_id,
-            d["content"],
-            source=_LAYERS[source],  # type: ignore[arg-type]
-            arguments=args if isinstance(args, dict) else None,
-        )
+        try:
+            res = fe.record(
+                key,
+                tool,
+                req.server_id,
+                d["content"],
+                source=_LAYERS[source],  # type: ignore[arg-type]
+                arguments=args if isinstance(args, dict) else None,
+            )
+        finally:
+            if source == "shim" and d.get("call_id") is not None:
+                # the result of an allowed tools/call: no longer in flight
+                self._done(fe.linked_session(key) or key, self._shim_token(pid, d["call_id"]))
         self.counts["records"] += 1
         return {
             "recorded": res is not None,
@@ -462,9 +528,10 @@ class HookService:
                 self._lost.pop(s, None)
         for s, pend in list(self._outstanding.items()):
             for k, t in list(pend.items()):
-                if now - t > OUTSTANDING_MAX_AGE:
+                # a hook session gone quiet, or a result older than anyone waits for
+                if now - t > OUTSTANDING_MAX_AGE or (s not in self._seen and not k.startswith("shim:")):
                     del pend[k]
-            if not pend or s not in self._seen:
+            if not pend:
                 self._outstanding.pop(s, None)
         if fe is None:
             return 0

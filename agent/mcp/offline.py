@@ -24,7 +24,15 @@ daemon is unreachable"):
 - rate limits are per daemon: offline each shim has its own bucket (same
   ``calls_per_minute``/``burst``), so the host-wide budget is not enforced;
 - approvals are the daemon's: an approved tool that is flagged or changed is
-  blocked offline when the policy says block.
+  blocked offline when the policy says block;
+- data flow (docs/flow.md "Modes"): both deciders run the flow step on a
+  ``FlowEngine`` of their own. The shim's holds no origins (a flow crosses
+  servers, so shims; a single server's round trip is no flow): offline it
+  still denies suspicious endpoints, credentials in arguments going to an
+  external server, sensitive files uploaded. The proxy's is fed by the
+  proxy itself while the daemon is away (proxy/flow_feed.py: every
+  ``tool_result`` of the conversations it relays), so offline it also
+  catches data read earlier in those conversations.
 """
 
 from __future__ import annotations
@@ -82,12 +90,14 @@ class LocalDecider:
         server_id: str,
         session_id: str | None,
         pid: int,
+        flow_session: str | None = None,
     ) -> None:
         self.loaded = loaded
         self._emit = emit
         self.server_id = server_id
         self.session_id = session_id
         self.pid = pid
+        self.flow_session = flow_session
         self._svc: MCPService | None = None
         self._lock = threading.Lock()
         self._local = threading.local()  # per-thread 'mute events' flag
@@ -96,9 +106,11 @@ class LocalDecider:
     def _service(self) -> MCPService:
         with self._lock:
             if self._svc is None:
+                from agentsh.agent.flow.engine import FlowEngine  # only when deciding offline
+
                 policy = self.loaded.policy.model_copy(deep=True)
                 policy.mcp.inspection.registry.persistent = False
-                self._svc = MCPService(policy, "/nonexistent", self._on_event)
+                self._svc = MCPService(policy, "/nonexistent", self._on_event, flow=FlowEngine(policy))
             return self._svc
 
     def _on_event(self, ev: Event) -> bool:
@@ -142,6 +154,7 @@ class LocalDecider:
                 session_id=self.session_id,
                 jsonrpc_id=jsonrpc_id,
                 pid=self.pid,
+                flow_session=self.flow_session,
             )
         )
 
@@ -157,18 +170,23 @@ class SnapshotDecider:
     """
 
     def __init__(self, policy: Policy) -> None:
+        from agentsh.agent.flow.engine import FlowEngine
+
         self.policy = policy
         self.version: str | None = None
-        self.engine = DecisionEngine(ToolRegistry(None), policy, emit=None)
+        self.flow = FlowEngine(policy)
+        """Flow state of the proxy's own while the daemon is away (fed by proxy/flow_feed.py)."""
+        self.engine = DecisionEngine(ToolRegistry(None), policy, emit=None, flow=self.flow)
         self.decisions = 0
 
     def update_policy(self, policy: Policy) -> None:
         self.policy = policy
         self.engine.update_policy(policy)
+        self.flow.update_policy(policy)
 
     def update(self, snapshot: dict[str, Any]) -> None:
         reg = ToolRegistry.from_snapshot(snapshot.get("tools") or ())
-        engine = DecisionEngine(reg, self.policy, emit=None)
+        engine = DecisionEngine(reg, self.policy, emit=None, flow=self.flow)
         engine.ratelimiter = self.engine.ratelimiter  # keep the buckets across snapshots
         self.engine = engine
         self.version = snapshot.get("version")
