@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 from aiohttp import HttpVersion11, web
 
 from agentsh.agent.daemon.metrics import DURATION_BUCKETS, Buckets
@@ -47,12 +48,19 @@ from agentsh.proxy.dialects import (
 )
 from agentsh.proxy.dlp import BodyRedactor
 from agentsh.proxy.encoding import DecodeError, Decoder, codings, decode_all
-from agentsh.proxy.flow_feed import FlowFeed, RequestFlow
+from agentsh.proxy.flow_feed import (
+    FlowFeed,
+    RequestFlow,
+    may_carry_tool_result,
+    parse_request,
+    session_key,
+)
 from agentsh.proxy.headers import (
     SERVER_DECODED_ENCODINGS,
     client_response_headers,
     upstream_header_block,
 )
+from agentsh.proxy.result_scan import ToolResultInspector
 from agentsh.proxy.rewrite import Refused, rewrite
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
 from agentsh.proxy.upstream import BodyTooLarge, UpstreamError, UpstreamPool, UpstreamResponse
@@ -125,6 +133,8 @@ class ProxyServer:
     ) -> None:
         self.gate = gate if gate is not None else NameGate(None, policy.mcp.fail_closed)
         self.sink = sink
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.results: ToolResultInspector
         self.judge = ToolJudge(decider, self.gate, sink.emit)
         self.flow = flow
         """Data-flow records and checks (proxy/flow_feed.py); None: no flow step."""
@@ -157,6 +167,10 @@ class ProxyServer:
             self.gate.fail_closed = policy.mcp.fail_closed
         if self.flow is not None:
             self.flow.update_policy(policy)
+        if not hasattr(self, "results"):
+            self.results = ToolResultInspector(policy, self.sink.emit)
+        else:
+            self.results.update_policy(policy)
         mode = self.cfg.mode
         self.redactor = BodyRedactor(self.cfg.dlp) if mode == "embedded" and self.cfg.dlp.mode == "redact" else None
         if mode == "mcp-only":
@@ -171,6 +185,19 @@ class ProxyServer:
         elif self.bodystore is not None:
             self.bodystore.close()
             self.bodystore = None
+
+    def _background(self, coro: Any) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    async def _scan_results(self, dialect: str, session: str, body: bytes) -> None:
+        try:
+            doc = parse_request(body)
+            if isinstance(doc, dict):
+                self.results.scan(dialect, doc, session)
+        except Exception:  # an alert scan must never affect the request
+            log.exception("scanning tool results failed")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -221,6 +248,7 @@ class ProxyServer:
             "names_known": None if self.gate.names is None else len(self.gate.names),
             "fail_closed": self.gate.fail_closed,
             "flow": self.flow.stats() if self.flow is not None else None,
+            **self.results.stats(),
         }
 
     # ------------------------------------------------------------------ request path
@@ -279,6 +307,17 @@ class ProxyServer:
             if self.flow is not None and rt.dialect is not None:
                 # tool results become data origins (records run while the request goes upstream)
                 st.flow = self.flow.begin(rt.dialect, headers, body)
+            ri = self.results
+            if ri.enabled and rt.dialect is not None and body and may_carry_tool_result(rt.dialect, body):
+                # indirect prompt injection in tool results (proxy/result_scan.py)
+                if ri.block:
+                    doc = parse_request(body)
+                    if isinstance(doc, dict):
+                        found = ri.scan(rt.dialect, doc, session_key(headers))
+                        if found and ri.withhold(rt.dialect, doc, found):
+                            send_body = body = orjson.dumps(doc)
+                else:
+                    self._background(self._scan_results(rt.dialect, session_key(headers), body))
             if dlp:
                 assert self.redactor is not None
                 send_body, redactions = self.redactor.redact_body(body)

@@ -75,12 +75,14 @@ class Gate(Protocol):
 
     def tools_changed(self) -> None: ...
 
-    def tool_result(self, name: str, call_id: Any, result: Any) -> None:
+    def tool_result(self, name: str, call_id: Any, result: Any) -> str | None:
         """The parsed result of an allowed tools/call, before the client gets it.
 
         Optional (gates without it are fine). ``result`` is the decoded JSON,
         possibly lenient-normalised and arbitrarily deep: bound it
-        (``lenient_json.clip``) before shipping it anywhere."""
+        (``lenient_json.clip``) before shipping it anywhere. A string return
+        withholds the result: the client gets a JSON-RPC error with that
+        message instead (``mcp.inspection.results.action: block``)."""
 
     def tool_call_done(self, name: str, call_id: Any, arguments: Any, result: Any, error: Any) -> None:
         """The outcome of an allowed tools/call (``result``, or the JSON-RPC
@@ -112,6 +114,7 @@ class InspectStats:
     refused_tools: int = 0
     list_responses: int = 0
     tool_results: int = 0
+    results_withheld: int = 0
     sampling_requests: int = 0
     list_changed: int = 0
     scanned: int = 0
@@ -407,10 +410,14 @@ class MessageInspector:
         if entry.method == rpc.TOOLS_CALL:
             self.stats.tool_results += 1
             name, args = entry.context
-            if self._tool_result is not None:
-                self._tool_result(name, entry.id, msg.result)
+            withheld = self._tool_result(name, entry.id, msg.result) if self._tool_result is not None else None
             if self._call_done is not None:
                 self._call_done(name, entry.id, args, msg.result, None)
+            if isinstance(withheld, str):
+                # the result carries an injection and the policy blocks it: the
+                # client (and the model) get an error in its place
+                self.stats.results_withheld += 1
+                return rpc.error_response(entry.id, withheld, rpc.BLOCKED_CODE)
         elif entry.method == rpc.INITIALIZE:
             self.gate.server_info(*rpc.server_info(msg.result))
         return None

@@ -45,6 +45,7 @@ from agentsh.shim.relay import Output, RelayStats, grow_pipe, pump_client, pump_
 from agentsh.shim.spool import Spool, spool_dir
 
 log = logging.getLogger("agentsh.shim")
+_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 DEFAULT_CONFIG_DIR = "/etc/agentsh"
 DEFAULT_STATE_DIR = "/var/lib/agentsh"
@@ -136,6 +137,7 @@ class Shim:
         self._reported_invalid = 0
         self._reported_oversized = 0
         self.last_offline_at: float | None = None
+        self._result_detector: Any = None
 
     # ------------------------------------------------------------------ Gate
 
@@ -193,8 +195,39 @@ class Shim:
     def tools_changed(self) -> None:
         log.info("server %s announced tools/list_changed", self.server_id)
 
-    def tool_result(self, name: str, call_id: Any, result: Any) -> None:
-        """The parsed result of an allowed tools/call before the client gets it (not used yet)."""
+    def tool_result(self, name: str, call_id: Any, result: Any) -> str | None:
+        """Indirect prompt injection in the result of an allowed tools/call, before
+        the client gets it (docs/mcp.md "Tool results"): an ``mcp_result_injection``
+        event; with ``results.action: block`` the result is withheld (the returned
+        text becomes the client's JSON-RPC error)."""
+        insp = self.loaded.policy.mcp.inspection
+        cfg = insp.results
+        if not (insp.enabled and cfg.enabled):
+            return None
+        from agentsh.agent.mcp.detect_results import check_result
+
+        if self._result_detector is None:
+            from agentsh.agent.mcp.detector import Detector
+
+            self._result_detector = Detector(insp.detection)
+        try:
+            v = check_result(
+                self._result_detector, result, server_id=self.server_id, tool_name=name, cfg=cfg,
+                call_id=None if call_id is None else str(call_id), source="shim",
+                threshold=insp.detection.alert_threshold,
+            )
+        except Exception:  # a scanner bug must not cost the result
+            log.exception("scanning the result of %r failed", name)
+            return None
+        if v.event is None:
+            return None
+        ev = v.event.model_copy(update={"session_id": self.session_id, "pid": self.pid})
+        self.link.emit(event_json(ev))
+        if not v.block:
+            return None
+        # categories only: the model must not read the attacker's words here
+        cats = sorted({d.category for d in v.detections if _RANK.get(d.severity, 0) >= 2})
+        return f"[agentsh] Tool result of '{name}' withheld: possible prompt injection ({', '.join(cats)})"
 
     def tool_call_done(self, name: str, call_id: Any, arguments: Any, result: Any, error: Any) -> None:
         """An allowed tools/call's result (or error) is on its way to the client:
