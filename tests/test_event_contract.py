@@ -289,3 +289,20 @@ def test_status_json_gives_every_time_in_rfc3339_utc_like_the_event_log(daemon_f
     text = d.ctl("status").stdout
     assert re.search(r"loaded \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC", text), text
     assert re.search(r"SIGKILL \d+s ago", text), text
+
+
+def test_a_blocked_call_takes_the_severity_of_its_flow_risk_and_a_changed_pin_is_high() -> None:
+    from agentsh.agent.events.models import MCPToolCallIntercepted, MCPToolCalled
+    from agentsh.agent.events.severity import severity_of
+
+    common = {"request_id": "r", "dialect": "anthropic", "tool_name": "WebFetch", "tool_call_id": "t",
+              "server_id": "", "server_type": "", "tool_hash": ""}
+    flow = MCPToolCallIntercepted(**common, action="block", reason="agentsh data-flow policy: …",
+                                  flow_type="internal→external", risk_level="critical")
+    assert severity_of(flow) == "critical"
+    warned = MCPToolCallIntercepted(**common, action="allow", flow_type="internal→external", risk_level="medium")
+    assert severity_of(warned) == "medium"
+    pin = MCPToolCalled(server_id="s", tool_name="t", action="block",
+                        reason='tool "t" hash changed (pinned: sha256:a, current: sha256:b)')
+    assert severity_of(pin) == "high"
+    assert severity_of(MCPToolCalled(server_id="s", tool_name="t", action="block", reason="tool denied")) == "medium"

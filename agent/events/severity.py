@@ -74,9 +74,11 @@ def _tool_seen(ev: Any) -> Severity:
 
 
 def _blocked_call(ev: Any) -> Severity:
+    flow = _FLOW_RISK.get(getattr(ev, "risk_level", None) or "")
     if ev.action != "block":
-        return "info"
-    return "high" if (ev.reason or "").startswith("hash mismatch") else "medium"
+        return worst("info", flow)  # an allowed call with a flow warning: the flow's risk
+    pin = "hash changed" in (ev.reason or "") or "hash mismatch" in (ev.reason or "")
+    return worst("high" if pin else "medium", flow)
 
 
 def _llm_request(ev: Any) -> Severity:
@@ -136,8 +138,9 @@ RULES: dict[str, Rule] = {
     ),
     "mcp_tool_shadowed": _const("medium"),
     "mcp_tool_called": Rule(
-        "`info` when allowed; a block is `medium`, `high` when the reason is a hash mismatch "
-        "(the tool changed after it was pinned)",
+        "`info` when allowed; a block is `medium`, `high` when the tool's definition changed after "
+        "it was pinned; raised to the data-flow step's `risk_level` when it found a flow "
+        "(a warned flow is reported at its risk even when allowed)",
         _blocked_call,
     ),
     "mcp_tool_call_intercepted": Rule("as `mcp_tool_called`", _blocked_call),
