@@ -77,11 +77,16 @@ def cap_decision_request(req: dict[str, Any]) -> dict[str, Any]:
         return req
     from agentsh.agent.lenient_json import clip
 
-    return {
-        **req,
-        "arguments": clip(args, max_depth=16, max_items=200, max_str=16384),
-        "arguments_truncated": True,
-    }
+    # ever smaller copies until one fits: per-container limits alone do not bound
+    # the total (200 items at each of 16 levels), the encoded size does
+    for depth, items, chars in ((16, 200, 16384), (8, 64, 4096), (4, 16, 1024), (2, 8, 256)):
+        small = clip(args, max_depth=depth, max_items=items, max_str=chars)
+        try:
+            if len(orjson.dumps(small)) <= MAX_DECISION_ARGS_BYTES:
+                return {**req, "arguments": small, "arguments_truncated": True}
+        except (TypeError, orjson.JSONEncodeError):
+            continue
+    return {**req, "arguments": f"<arguments of {size} bytes, too large to ship>", "arguments_truncated": True}
 
 
 # --------------------------------------------------------------------------- HTTP

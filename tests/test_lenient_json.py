@@ -103,3 +103,16 @@ def test_clip_bounds_depth_items_and_strings() -> None:
     assert v == {"a": [["<nested too deep>"]], "s": "xxxx...<6 more chars>", "l": [0, 1, 2, "<2 more items>"]}
     deep = lj.loads(b"[" * 5000 + b"]" * 5000)
     assert lj.clip(deep, max_depth=2) == [["<nested too deep>"]]
+
+
+def test_a_decision_request_is_bounded_whatever_the_shape_of_its_arguments() -> None:
+    import orjson
+
+    from agentsh.agent.client import MAX_DECISION_ARGS_BYTES, cap_decision_request
+
+    wide = {f"a{i}": {f"b{j}": "x" * 16384 for j in range(60)} for i in range(60)}  # 59 MB in small pieces
+    deep = lj.loads(b'{"d":' + b"[" * 5000 + b'"' + b"y" * 100 + b'"' + b"]" * 5000 + b"}")  # orjson cannot encode it
+    for args in (wide, deep, {"s": "z" * (50 << 20)}):
+        req = cap_decision_request({"tool_name": "t", "arguments": args})
+        assert req["arguments_truncated"] is True
+        assert len(orjson.dumps(req["arguments"])) <= MAX_DECISION_ARGS_BYTES
