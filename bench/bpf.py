@@ -26,10 +26,10 @@ import time
 import uuid
 from pathlib import Path
 
-from agentsh.agent.events.writer import EventWriter
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.policy.schema import EventsConfig, Policy
 from agentsh.agent.netmon.cgroup import ensure_cgroup2, remove_cgroup
 from agentsh.agent.netmon.monitor import NetworkMonitor, detach_all
-from agentsh.agent.policy.schema import EventsConfig, Policy
 
 LAT_CLIENT = textwrap.dedent(
     """

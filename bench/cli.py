@@ -91,7 +91,7 @@ class Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def fill_log(self, n: int) -> None:
-        from agentsh.agent.events.models import MCPToolCalled
+        from agentsh.agent.core.events.models import MCPToolCalled
 
         with open(self.events, "wb") as f:
             for i in range(n):

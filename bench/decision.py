@@ -28,11 +28,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-from agentsh.agent.client import ChannelClient, ControlClient, channel_path
-from agentsh.agent.mcp.decision import DecisionEngine
-from agentsh.agent.mcp.registry import ToolRegistry
-from agentsh.agent.mcp.types import DecisionRequest
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.client import ChannelClient, ControlClient, channel_path
+from agentsh.agent.core.mcp.decision import DecisionEngine
+from agentsh.agent.core.mcp.registry import ToolRegistry
+from agentsh.agent.core.mcp.types import DecisionRequest
+from agentsh.agent.core.policy.schema import Policy
 
 N = 20_000
 N_SOCKET = 1_000

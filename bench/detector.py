@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from agentsh.agent.mcp.detector import Detector, max_severity, reaches
-from agentsh.agent.policy.schema import DetectionConfig
+from agentsh.agent.core.mcp.detector import Detector, max_severity, reaches
+from agentsh.agent.core.policy.schema import DetectionConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -348,7 +348,7 @@ def speed(det: Detector) -> None:
         sets.append(("45 reference tools, cycled", [
             {"name": ref[i % len(ref)]["tool"], "description": ref[i % len(ref)]["description"]}
             for i in range(100)]))  # fmt: skip
-    from agentsh.agent.mcp.service import _Inspector
+    from agentsh.agent.core.mcp.service import _Inspector
 
     for label, tools in sets:
         msg = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}})
@@ -356,7 +356,7 @@ def speed(det: Detector) -> None:
                       lambda tools=tools: [det.inspect(t) for t in tools],
                       lambda msg=msg: json.loads(msg), 50, "(whole tools/list)")  # fmt: skip
         # the daemon's steady state: every session of a server lists the same tools again,
-        # answered from the per-definition cache (agent/mcp/service.py _Inspector)
+        # answered from the per-definition cache (agent/core/mcp/service.py _Inspector)
         insp = _Inspector(det.cfg, True)
         insp.detector = det
         insp.inspect_all(tools, [], server="bench")

@@ -3,7 +3,7 @@ severity + format hook (native, ocsf) next to the same serialization without it.
 
 Run: ``.venv/bin/python bench/event_format.py`` (a few seconds).
 
-emit() serializes on the producer's thread (agent/events/writer.py), so the
+emit() serializes on the producer's thread (agent/core/events/writer.py), so the
 hook's cost lands on every producer. Rounds of the three variants are
 interleaved in one run (the machine's other load hits them alike); each prints
 the median and p90 of per-event µs over the rounds and its ratio to the
@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentsh.agent.events import models as m
-from agentsh.agent.events.output import native, ocsf
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events import models as m
+from agentsh.agent.core.events.output import native, ocsf
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.policy.schema import EventsConfig
 
 N = 2000
 ROUNDS = 15

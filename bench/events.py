@@ -36,9 +36,9 @@ import time
 
 import orjson
 
-from agentsh.agent.events.models import MCPToolCalled
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events.models import MCPToolCalled
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.policy.schema import EventsConfig
 
 N_PER_RUN = 200_000
 

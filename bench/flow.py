@@ -35,7 +35,7 @@ import time
 
 import orjson
 
-from agentsh.agent.flow import FlowEngine
+from agentsh.agent.core.flow import FlowEngine
 
 N = 2000
 N_BIG = 300
@@ -136,10 +136,10 @@ def main() -> None:
         f"  (session after {N_BIG} records: {e2.stats()['index_entries']} index entries, bounded)"
     )
 
-    from agentsh.agent.mcp.decision import DecisionEngine
-    from agentsh.agent.mcp.registry import ToolRegistry
-    from agentsh.agent.mcp.types import DecisionRequest
-    from agentsh.agent.policy.schema import Policy
+    from agentsh.agent.core.mcp.decision import DecisionEngine
+    from agentsh.agent.core.mcp.registry import ToolRegistry
+    from agentsh.agent.core.mcp.types import DecisionRequest
+    from agentsh.agent.core.policy.schema import Policy
 
     reg = ToolRegistry(None)
     reg.register("slack", "stdio", "", [{"name": "post_message", "inputSchema": {"type": "object"}}])
@@ -162,9 +162,9 @@ def proxy(e: FlowEngine) -> None:
     """The proxy's side: records per request, checks per tool call."""
     import asyncio
 
-    from agentsh.agent.mcp.decision import DecisionEngine as _DE  # noqa: F401 - imported for symmetry
-    from agentsh.agent.mcp.service import MCPService
-    from agentsh.agent.policy.schema import Policy
+    from agentsh.agent.core.mcp.decision import DecisionEngine as _DE  # noqa: F401 - imported for symmetry
+    from agentsh.agent.core.mcp.service import MCPService
+    from agentsh.agent.core.policy.schema import Policy
     from agentsh.proxy.decider import LocalDecider, NameGate, ToolJudge
     from agentsh.proxy.flow_feed import FlowFeed
 

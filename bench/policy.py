@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from agentsh.agent.policy.loader import PolicyError, load_dir
+from agentsh.agent.core.policy.loader import PolicyError, load_dir
 
 DROPINS = 20
 TARGET_S = 2.0

@@ -96,9 +96,9 @@ def toolres_body(n: int, model: str = "small") -> bytes:
 def serve_proxy(port_file: str, upstream: str, with_policy: bool) -> None:
     import orjson
 
-    from agentsh.agent.flow import FlowEngine
-    from agentsh.agent.mcp.service import MCPService
-    from agentsh.agent.policy.schema import Policy
+    from agentsh.agent.core.flow import FlowEngine
+    from agentsh.agent.core.mcp.service import MCPService
+    from agentsh.agent.core.policy.schema import Policy
     from agentsh.proxy.decider import LocalDecider, NameGate
     from agentsh.proxy.flow_feed import FlowFeed, session_key
     from agentsh.proxy.server import ProxyServer

@@ -1,6 +1,6 @@
 """Train the detector's sentence scorer, and estimate how it generalizes.
 
-    .venv/bin/python bench/train_detector.py            # train, write agent/mcp/detector_weights.json
+    .venv/bin/python bench/train_detector.py            # train, write agent/core/mcp/detector_weights.json
     .venv/bin/python bench/train_detector.py --check    # retrain, compare with the shipped weights
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from detector import BLIND, DATA, _peers_siblings, real_tool_defs
 
-from agentsh.agent.mcp.checks import RANK
-from agentsh.agent.mcp.detect_parse import parse_tool
-from agentsh.agent.mcp.detect_score import WEIGHTS_PATH, Model, units
-from agentsh.agent.mcp.detector import Detector
-from agentsh.agent.policy.schema import DetectionConfig
+from agentsh.agent.core.mcp.checks import RANK
+from agentsh.agent.core.mcp.detect_parse import parse_tool
+from agentsh.agent.core.mcp.detect_score import WEIGHTS_PATH, Model, units
+from agentsh.agent.core.mcp.detector import Detector
+from agentsh.agent.core.policy.schema import DetectionConfig
 
 MIN_DF = 3
 EPOCHS = 12

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.policy.schema import BodyStorageConfig
+from agentsh.agent.core.policy.schema import BodyStorageConfig
 
 BODIES_DIR = "llm-bodies"
 BODIES_FILE = "llm-bodies.jsonl"

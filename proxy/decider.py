@@ -15,7 +15,7 @@ degrades to ``warn``). Every call of an inspected response is remembered for
 results whose call a later request does not repeat.
 
 When the daemon does not answer (stopped, overloaded), ``ToolJudge`` decides
-with the same pipeline on that snapshot (agent/mcp/offline.py
+with the same pipeline on that snapshot (agent/core/mcp/offline.py
 ``SnapshotDecider``, with the flow engine the proxy feeds while the daemon is
 away), records the event itself, and says so in its reports: "deciding
 offline" is a degraded state in ``agentshctl status``. Only with no snapshot
@@ -32,8 +32,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentsh.agent.mcp.offline import SnapshotDecider
-from agentsh.agent.mcp.types import Decision, DecisionRequest
+from agentsh.agent.core.mcp.offline import SnapshotDecider
+from agentsh.agent.core.mcp.types import Decision, DecisionRequest
 
 if TYPE_CHECKING:
     from agentsh.proxy.flow_feed import RequestFlow

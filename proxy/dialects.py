@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from agentsh.agent.policy.schema import ProxyConfig
+from agentsh.agent.core.policy.schema import ProxyConfig
 
 Dialect = Literal["anthropic", "openai", "openai-responses"]
 Provider = Literal["anthropic", "openai", "unknown"]

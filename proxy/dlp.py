@@ -26,9 +26,9 @@ from urllib.parse import quote, unquote
 
 import orjson
 
-from agentsh.agent.lenient_json import Unparseable, loads_ex
-from agentsh.agent.policy.schema import DLPConfig
-from agentsh.agent.sensitive import SensitiveDetector
+from agentsh.agent.core.lenient_json import Unparseable, loads_ex
+from agentsh.agent.core.policy.schema import DLPConfig
+from agentsh.agent.core.sensitive import SensitiveDetector
 
 _ESC_ASCII = re.compile(rb"\\u00[2-7]")  # an escaped printable ASCII character
 _PCT_B = re.compile(rb"%[0-9A-Fa-f]{2}")

@@ -27,7 +27,7 @@ else one session per API credential (a hash of ``x-api-key`` /
 ``session_key`` for why not body fields or connections.
 
 While the daemon does not answer, records go to the offline decider's own
-engine (agent/mcp/offline.py ``SnapshotDecider.flow``); as every request
+engine (agent/core/mcp/offline.py ``SnapshotDecider.flow``); as every request
 re-sends its conversation, that engine learns all of it on the first request
 after the daemon went away, and the proxy's offline decisions check flows too.
 """
@@ -47,9 +47,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentsh.agent.lenient_json import Unparseable, clip, loads_ex
-from agentsh.agent.policy.schema import Policy
-from agentsh.agent.sockets import ControlError
+from agentsh.agent.core.lenient_json import Unparseable, clip, loads_ex
+from agentsh.agent.core.policy.schema import Policy
+from agentsh.agent.core.sockets import ControlError
 from agentsh.proxy.rewrite import parse_args
 
 log = logging.getLogger("agentsh.proxy")

@@ -26,9 +26,9 @@ from typing import Any
 
 import click
 
-from agentsh.agent.client import ChannelClient, DaemonUnavailable, channel_path, default_socket
-from agentsh.agent.mcp.offline import SnapshotDecider
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.client import ChannelClient, DaemonUnavailable, channel_path, default_socket
+from agentsh.agent.core.mcp.offline import SnapshotDecider
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.proxy.bodystore import bodies_path
 from agentsh.proxy.decider import DaemonDecider, NameGate, SnapshotPoller
 from agentsh.proxy.flow_feed import ChannelFlowSink, FlowFeed
@@ -71,7 +71,7 @@ async def fetch_policy(chan: ChannelClient | None, policy_dir: str | None, attem
                     break
                 await asyncio.sleep(0.5)
     if policy_dir:
-        from agentsh.agent.policy.loader import load_dir
+        from agentsh.agent.core.policy.loader import load_dir
 
         log.warning("daemon unavailable (%s); using policy from %s", last, policy_dir)
         return load_dir(Path(policy_dir)).policy
@@ -270,8 +270,8 @@ def main(
     log_level: str,
 ) -> None:
     """The agentsh LLM proxy."""
-    from agentsh.agent.logfmt import setup as setup_logging
-    from agentsh.agent.policy.loader import PolicyError
+    from agentsh.agent.core.logfmt import setup as setup_logging
+    from agentsh.agent.core.policy.loader import PolicyError
 
     setup_logging("agentsh-proxy", log_level)
     try:

@@ -5,7 +5,7 @@ Every tool result an agent sends to the model passes the proxy, for any tool
 (Claude Code's WebFetch and Read as much as MCP tools): the main real-world
 vector of injection (a web page, an issue body, a file). Requests that may
 carry a tool result (the substring test of proxy/flow_feed.py) are parsed and
-each result is scanned with the one detector (agent/mcp/detect_results.py
+each result is scanned with the one detector (agent/core/mcp/detect_results.py
 ``check_result``), at most ``results.max_bytes`` of it:
 
 * ``action: alert`` (default) — off the request's path (a task while the
@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.proxy.flow_feed import ToolResult, extract_results
 
 log = logging.getLogger("agentsh.proxy")
@@ -60,7 +60,7 @@ class ToolResultInspector:
         self._verdicts.clear()
 
     def _verdict(self, r: ToolResult) -> Any:
-        from agentsh.agent.mcp.detect_results import check_result
+        from agentsh.agent.core.mcp.detect_results import check_result
 
         text = "\n".join(r.content)
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
@@ -69,7 +69,7 @@ class ToolResultInspector:
             self._verdicts.move_to_end(key)
             return hit
         if self._detector is None:
-            from agentsh.agent.mcp.detector import Detector
+            from agentsh.agent.core.mcp.detector import Detector
 
             self._detector = Detector(self._detection)
         self.scanned += 1

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.lenient_json import Unparseable, loads_ex
-from agentsh.agent.mcp.types import Decision
+from agentsh.agent.core.lenient_json import Unparseable, loads_ex
+from agentsh.agent.core.mcp.types import Decision
 from agentsh.proxy.decider import blocked_text
 
 # judge(name, call_id, arguments) -> Decision | None (None: not an MCP tool)

@@ -33,9 +33,9 @@ from typing import Any
 import orjson
 from aiohttp import HttpVersion11, web
 
-from agentsh.agent.daemon.metrics import DURATION_BUCKETS, Buckets
-from agentsh.agent.mcp.types import Decision
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.histogram import DURATION_BUCKETS, Buckets
+from agentsh.agent.core.mcp.types import Decision
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.proxy.bodystore import BodyStore, bodies_path
 from agentsh.proxy.decider import Decider, NameGate, ToolJudge
 from agentsh.proxy.dialects import (

@@ -44,8 +44,8 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.lenient_json import Unparseable, loads_ex
-from agentsh.agent.mcp.types import Decision
+from agentsh.agent.core.lenient_json import Unparseable, loads_ex
+from agentsh.agent.core.mcp.types import Decision
 from agentsh.proxy.decider import blocked_text
 from agentsh.proxy.dialects import UsageScan
 from agentsh.proxy.rewrite import Refused, parse_args, responses_item_id, responses_message_item

@@ -3,7 +3,7 @@
 Runs on the shim's asyncio loop (main thread); the relay threads reach it
 through ``call()`` (run_coroutine_threadsafe with a timeout). When the daemon
 is unreachable the link goes ``down``: the caller falls back to local
-decisions (agent/mcp/offline.py) and events go to the spool (shim/spool.py). A
+decisions (agent/core/mcp/offline.py) and events go to the spool (shim/spool.py). A
 reconnect task polls the socket; when the daemon is back the shim registers
 again, re-sends the tools it knows (so the daemon can decide on them) and
 seals the spool segment so the daemon ingests it.
@@ -24,14 +24,14 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.client import (
+from agentsh.agent.core.client import (
     ControlClient,
     ControlError,
     DaemonUnavailable,
     SyncChannelClient,
     SyncDecisionClient,
 )
-from agentsh.agent.lenient_json import clip
+from agentsh.agent.core.lenient_json import clip
 from agentsh.shim.spool import Spool
 
 __all__ = ["DaemonLink", "FlowRecords", "LinkDown", "bounded_arguments", "mcp_result_content"]

@@ -2,7 +2,7 @@
 
 The relay (shim/relay.py) moves bytes and hands over every COMPLETE line, in
 both directions, before any byte of it is forwarded. This module parses it
-with the one parser (agentsh.agent.mcp.jsonrpc, lenient where the receivers
+with the one parser (agentsh.agent.core.mcp.jsonrpc, lenient where the receivers
 are) and asks the ``Gate`` (the daemon link with its offline fallback,
 shim/main.py) for the decisions the shim enforces:
 
@@ -37,10 +37,10 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentsh.agent.mcp import jsonrpc as rpc
-from agentsh.agent.mcp.detector import MAX_DEPTH as DETECT_MAX_DEPTH
-from agentsh.agent.mcp.detector import MAX_STRINGS as DETECT_MAX_STRINGS
-from agentsh.agent.mcp.jsonrpc import Kind, Message, Pending
+from agentsh.agent.core.mcp import jsonrpc as rpc
+from agentsh.agent.core.mcp.detector import MAX_DEPTH as DETECT_MAX_DEPTH
+from agentsh.agent.core.mcp.detector import MAX_STRINGS as DETECT_MAX_STRINGS
+from agentsh.agent.core.mcp.jsonrpc import Kind, Message, Pending
 from agentsh.shim.relay import ClientVerdict
 
 __all__ = ["Gate", "InspectStats", "MessageInspector", "blocked_message"]

@@ -28,11 +28,11 @@ from typing import Any
 
 import click
 
-from agentsh.agent.client import cap_decision_request, default_socket
-from agentsh.agent.events.models import ProtocolError, ShimExited, ShimRegistered
-from agentsh.agent.mcp.offline import LocalDecider, event_json, load_policy
-from agentsh.agent.mcp.serverid import server_id_for
-from agentsh.agent.mcp.types import Decision, DecisionRequest
+from agentsh.agent.core.client import cap_decision_request, default_socket
+from agentsh.agent.core.events.models import ProtocolError, ShimExited, ShimRegistered
+from agentsh.agent.core.mcp.offline import LocalDecider, event_json, load_policy
+from agentsh.agent.core.mcp.serverid import server_id_for
+from agentsh.agent.core.mcp.types import Decision, DecisionRequest
 from agentsh.shim.daemon_link import (
     DaemonLink,
     FlowRecords,
@@ -204,10 +204,10 @@ class Shim:
         cfg = insp.results
         if not (insp.enabled and cfg.enabled):
             return None
-        from agentsh.agent.mcp.detect_results import check_result
+        from agentsh.agent.core.mcp.detect_results import check_result
 
         if self._result_detector is None:
-            from agentsh.agent.mcp.detector import Detector
+            from agentsh.agent.core.mcp.detector import Detector
 
             self._result_detector = Detector(insp.detection)
         try:
@@ -459,7 +459,7 @@ def main(
 ) -> None:
     """Run an MCP stdio server under agentsh: agentsh-shim [OPTIONS] -- CMD [ARGS...]"""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    from agentsh.agent.logfmt import setup as setup_logging
+    from agentsh.agent.core.logfmt import setup as setup_logging
 
     setup_logging("agentsh-shim", level)
     code = run(ShimOptions(list(command), server_id, socket_path, config_dir, state_dir))

@@ -449,7 +449,7 @@ class ProxyHarness:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def policy(self, state_dir: Any, *, mode: str = "embedded", proxy: dict[str, Any] | None = None, **mcp: Any) -> Any:
-        from agentsh.agent.policy.schema import Policy
+        from agentsh.agent.core.policy.schema import Policy
 
         mcp.setdefault("inspection", {"registry": {"persistent": False}})
         return Policy.model_validate(
@@ -480,7 +480,7 @@ class ProxyHarness:
 
     def configure(self, state_dir: Any, tools: dict[str, list[dict[str, Any]]] | None = None, *, gate_names: list[str] | None = None, **kw: Any) -> Any:
         """Fresh policy + fresh decision pipeline (+ registered tools) for one test."""
-        from agentsh.agent.mcp.service import MCPService
+        from agentsh.agent.core.mcp.service import MCPService
         from agentsh.proxy.decider import LocalDecider
 
         pol = self.policy(state_dir, **kw)

@@ -12,9 +12,9 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from agentsh.agent.client import ControlClient, ControlError
+from agentsh.agent.core.client import ControlClient, ControlError
+from agentsh.agent.core.mcp.hashing import tool_hash
 from agentsh.agent.ctl.mcp import mcp as mcp_cli
-from agentsh.agent.mcp.hashing import tool_hash
 from tests.conftest import BASE_TEST_POLICY, DaemonProc, short_tmpdir, wait_for
 
 POLICY = BASE_TEST_POLICY + """

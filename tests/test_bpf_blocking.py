@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from netns import CgroupClient, Listener, child_cgroup, free_port, veth_namespace
 
-from agentsh.agent.events.models import Event, MCPNetworkConnection, NetworkConnect
+from agentsh.agent.core.events.models import Event, MCPNetworkConnection, NetworkConnect
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.agent.netmon.monitor import NetworkMonitor, detach_all
-from agentsh.agent.policy.schema import Policy
 
 pytestmark = [pytest.mark.bpf, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
 

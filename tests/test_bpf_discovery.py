@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from netns import CgroupClient, child_cgroup, free_port
 
-from agentsh.agent.events.models import Event, MCPServerDiscovered
-from agentsh.agent.mcp.service import MCPService
+from agentsh.agent.core.events.models import Event, MCPServerDiscovered
+from agentsh.agent.core.mcp.service import MCPService
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.agent.netmon.discovery import fetch_cert_fingerprint
 from agentsh.agent.netmon.monitor import NetworkMonitor, detach_all
-from agentsh.agent.policy.schema import Policy
 
 SERVER = textwrap.dedent(
     """

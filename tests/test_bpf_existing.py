@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from netns import child_cgroup
 
-from agentsh.agent.events.models import Event, MCPNetworkConnection
+from agentsh.agent.core.events.models import Event, MCPNetworkConnection
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.agent.netmon.monitor import NetworkMonitor, detach_all
-from agentsh.agent.policy.schema import Policy
 
 pytestmark = [pytest.mark.bpf, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from netns import CgroupClient, child_cgroup
 
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.agent.netmon.maps import ACT_ALLOW, ACT_BLOCK, WatchKey
 from agentsh.agent.netmon.monitor import NetworkMonitor, detach_all
 from agentsh.agent.netmon.resolver import (
@@ -21,7 +22,6 @@ from agentsh.agent.netmon.resolver import (
     parse_endpoint,
     server_blocked,
 )
-from agentsh.agent.policy.schema import Policy
 
 
 def _pol(**mcp: Any) -> Policy:

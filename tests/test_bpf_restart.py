@@ -26,7 +26,7 @@ MONITOR = textwrap.dedent(
     import asyncio, json, sys
     from pathlib import Path
     from agentsh.agent.netmon.monitor import NetworkMonitor
-    from agentsh.agent.policy.schema import Policy
+    from agentsh.agent.core.policy.schema import Policy
 
     async def main():
         pol = Policy.model_validate(json.loads(sys.argv[1]))

@@ -29,7 +29,7 @@ FLOW_SERVERS = Path(__file__).resolve().parent / "mcp_servers" / "flow_servers.p
 
 def aws_key() -> str:
     """A fresh AWS-access-key-shaped secret per test (the detector's aws_access_key)."""
-    # a real key id has digits; the detector requires one (agent/sensitive.py), ~4% of draws have none
+    # a real key id has digits; the detector requires one (agent/core/sensitive.py), ~4% of draws have none
     return "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(15)) + secrets.choice("234567")
 
 

@@ -37,7 +37,7 @@ BLOCKED = "[agentsh] Tool '{}' blocked by policy: agentsh data-flow policy: "
 
 
 def aws_key() -> str:
-    # a real key id has digits; the detector requires one (agent/sensitive.py), ~4% of draws have none
+    # a real key id has digits; the detector requires one (agent/core/sensitive.py), ~4% of draws have none
     return "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(15)) + secrets.choice("234567")
 
 

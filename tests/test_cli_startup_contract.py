@@ -95,8 +95,8 @@ def test_status_and_proxy_env_against_a_daemon_use_the_blocking_client(daemon: D
 
 
 def test_mcp_severities_are_the_policys(tmp_path: Path) -> None:
+    from agentsh.agent.core.policy.schema import SEVERITY_RANK
     from agentsh.agent.ctl.mcp import SEVERITY_RANK as CTL_RANK
-    from agentsh.agent.policy.schema import SEVERITY_RANK
 
     assert CTL_RANK == SEVERITY_RANK
 

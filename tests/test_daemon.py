@@ -12,7 +12,7 @@ import subprocess
 import orjson
 import pytest
 
-from agentsh.agent.client import ChannelClient, ControlClient, ControlError, channel_path
+from agentsh.agent.core.client import ChannelClient, ControlClient, ControlError, channel_path
 from tests.conftest import AGENTSHCTL, BASE_TEST_POLICY, DaemonProc, read_events, wait_for
 
 
@@ -303,7 +303,7 @@ def test_decision_channel_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
     os.chmod(daemon.socket.parent, 0o755)
     code = (
         "import asyncio,sys\n"
-        "from agentsh.agent.client import ChannelClient, channel_path\n"
+        "from agentsh.agent.core.client import ChannelClient, channel_path\n"
         "async def go():\n"
         f"    c = ChannelClient(channel_path({str(daemon.socket)!r}))\n"
         "    try:\n"

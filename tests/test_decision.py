@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.events.models import Event, MCPToolCalled, MCPToolCallIntercepted
-from agentsh.agent.mcp.decision import DecisionEngine
-from agentsh.agent.mcp.hashing import tool_hash
-from agentsh.agent.mcp.registry import ToolRegistry
-from agentsh.agent.mcp.types import DecisionRequest
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.events.models import Event, MCPToolCalled, MCPToolCallIntercepted
+from agentsh.agent.core.mcp.decision import DecisionEngine
+from agentsh.agent.core.mcp.hashing import tool_hash
+from agentsh.agent.core.mcp.registry import ToolRegistry
+from agentsh.agent.core.mcp.types import DecisionRequest
+from agentsh.agent.core.policy.schema import Policy
 
 
 class Clock:

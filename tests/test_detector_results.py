@@ -9,15 +9,19 @@ import json
 
 import pytest
 
-from agentsh.agent.events.models import (
+from agentsh.agent.core.events.models import (
     EVENT_TYPES,
     FOREIGN_TYPES,
     MCPResultInjection,
     parse_event,
 )
-from agentsh.agent.mcp.detect_results import check_result, result_text
-from agentsh.agent.mcp.detector import Detector, max_severity, reaches
-from agentsh.agent.policy.schema import DetectionConfig, InspectionConfig, ResultsInspectionConfig
+from agentsh.agent.core.mcp.detect_results import check_result, result_text
+from agentsh.agent.core.mcp.detector import Detector, max_severity, reaches
+from agentsh.agent.core.policy.schema import (
+    DetectionConfig,
+    InspectionConfig,
+    ResultsInspectionConfig,
+)
 
 
 @pytest.fixture(scope="module")

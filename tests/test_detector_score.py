@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.mcp.detect_score import WEIGHTS_PATH, load_model
-from agentsh.agent.mcp.detector import Detector, max_severity, reaches
-from agentsh.agent.mcp.service import _Inspector
-from agentsh.agent.policy.schema import DetectionConfig
+from agentsh.agent.core.mcp.detect_score import WEIGHTS_PATH, load_model
+from agentsh.agent.core.mcp.detector import Detector, max_severity, reaches
+from agentsh.agent.core.mcp.service import _Inspector
+from agentsh.agent.core.policy.schema import DetectionConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "bench" / "train_detector.py"

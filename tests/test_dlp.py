@@ -19,7 +19,7 @@ import orjson
 import pytest
 from fake_llm_upstream import ProxyHarness
 
-from agentsh.agent.policy.schema import DLPConfig
+from agentsh.agent.core.policy.schema import DLPConfig
 from agentsh.proxy.dlp import BodyRedactor
 
 AWS = "AKIAIOSFODNN7EXAMPL1"

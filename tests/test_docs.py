@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentsh.agent.policy.reference import markdown
+from agentsh.agent.core.policy.reference import markdown
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_policy_reference_lists_every_key_of_the_schema() -> None:
     text = (REPO / "docs/policy.md").read_text()
-    assert markdown() in text, "docs/policy.md is stale: regenerate with python -m agentsh.agent.policy.reference"
+    assert markdown() in text, "docs/policy.md is stale: regenerate with python -m agentsh.agent.core.policy.reference"
 
 
 def test_events_reference_is_generated_from_the_event_models() -> None:
-    from agentsh.agent.events.reference import BLOCKS, block
+    from agentsh.agent.core.events.reference import BLOCKS, block
 
     text = (REPO / "docs/events.md").read_text()
     for name in BLOCKS:
         assert block(name) in text, (
             f"docs/events.md block {name} is stale: regenerate with "
-            "python -m agentsh.agent.events.reference --write docs/events.md"
+            "python -m agentsh.agent.core.events.reference --write docs/events.md"
         )
 
 

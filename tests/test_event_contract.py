@@ -24,9 +24,9 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 from pydantic import BaseModel, ValidationError
 
-from agentsh.agent.client import ControlClient
-from agentsh.agent.events import models as m
-from agentsh.agent.events.contract import (
+from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.events import models as m
+from agentsh.agent.core.events.contract import (
     ENVELOPE_REQUIRED,
     SCHEMA_ID,
     SCHEMA_VERSION,
@@ -34,9 +34,9 @@ from agentsh.agent.events.contract import (
     published_schema,
     required_fields,
 )
-from agentsh.agent.events.severity import LEVELS, RULES, severity_of
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events.severity import LEVELS, RULES, severity_of
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.policy.schema import EventsConfig
 from tests.conftest import DaemonProc, wait_for
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -102,7 +102,7 @@ def validator() -> Draft202012Validator:
 
 
 def test_every_event_type_has_a_severity_rule_and_the_writer_stamps_it(tmp_path: Path) -> None:
-    assert set(RULES) == m.TYPE_NAMES, "every event type needs a rule in agent/events/severity.py"
+    assert set(RULES) == m.TYPE_NAMES, "every event type needs a rule in agent/core/events/severity.py"
     events = [full(cls, v) for cls in m.EVENT_TYPES for v in range(3)]
     for ev in events:
         ev.severity = "critical"  # what a producer or sender says is replaced
@@ -292,8 +292,8 @@ def test_status_json_gives_every_time_in_rfc3339_utc_like_the_event_log(daemon_f
 
 
 def test_a_blocked_call_takes_the_severity_of_its_flow_risk_and_a_changed_pin_is_high() -> None:
-    from agentsh.agent.events.models import MCPToolCallIntercepted, MCPToolCalled
-    from agentsh.agent.events.severity import severity_of
+    from agentsh.agent.core.events.models import MCPToolCalled, MCPToolCallIntercepted
+    from agentsh.agent.core.events.severity import severity_of
 
     common = {"request_id": "r", "dialect": "anthropic", "tool_name": "WebFetch", "tool_call_id": "t",
               "server_id": "", "server_type": "", "tool_hash": ""}

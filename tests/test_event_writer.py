@@ -21,15 +21,15 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from agentsh.agent.events import models as m
-from agentsh.agent.events.reader import (
+from agentsh.agent.core.events import models as m
+from agentsh.agent.core.events.reader import (
     format_event_line,
     iter_events,
     parse_since,
     tail,
 )
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.policy.schema import EventsConfig
 
 TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
@@ -373,9 +373,9 @@ def test_sigterm_drains_every_accepted_event_to_disk(tmp_path: Path) -> None:
     report = tmp_path / "accepted.txt"
     script = r"""
 import asyncio, os, signal, sys, threading
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.events.models import MCPToolCalled
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.events.models import MCPToolCalled
+from agentsh.agent.core.policy.schema import EventsConfig
 
 path, report = sys.argv[1], sys.argv[2]
 

@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 import pytest
 
-from agentsh.agent.events import models as m
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events import models as m
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.policy.schema import EventsConfig
 
 
 def call(i: int, tag: str) -> m.MCPToolCalled:
@@ -214,9 +214,9 @@ def test_torn_tail_longer_than_one_scan_block_is_found(tmp_path: Path) -> None:
 
 CHILD = r"""
 import asyncio, os, sys, threading, time
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.events.models import MCPToolCalled
-from agentsh.agent.policy.schema import EventsConfig
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.events.models import MCPToolCalled
+from agentsh.agent.core.policy.schema import EventsConfig
 
 path, tag = sys.argv[1], sys.argv[2]
 

@@ -13,9 +13,9 @@ from urllib.parse import quote
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent.flow import FlowEngine
-from agentsh.agent.flow.content import winnow
-from agentsh.agent.policy.schema import FlowConfig
+from agentsh.agent.core.flow import FlowEngine
+from agentsh.agent.core.flow.content import winnow
+from agentsh.agent.core.policy.schema import FlowConfig
 
 # ----------------------------------------------------------------- helpers
 

@@ -1,4 +1,4 @@
-"""The flow step of the one decision pipeline (agent/mcp/decision.py step 8):
+"""The flow step of the one decision pipeline (agent/core/mcp/decision.py step 8):
 after the MCP checks, on the daemon's FlowEngine, for MCP tools and, when the
 caller asks for a flow check, for any tool."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from agentsh.agent.events.models import Event
-from agentsh.agent.flow import FlowEngine
-from agentsh.agent.mcp.decision import DecisionEngine, flow_session_key
-from agentsh.agent.mcp.registry import ToolRegistry
-from agentsh.agent.mcp.types import DecisionRequest
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.events.models import Event
+from agentsh.agent.core.flow import FlowEngine
+from agentsh.agent.core.mcp.decision import DecisionEngine, flow_session_key
+from agentsh.agent.core.mcp.registry import ToolRegistry
+from agentsh.agent.core.mcp.types import DecisionRequest
+from agentsh.agent.core.policy.schema import Policy
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 

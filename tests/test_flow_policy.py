@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentsh.agent.flow import FlowEngine
-from agentsh.agent.flow.classify import Classifier
-from agentsh.agent.policy.schema import (
+from agentsh.agent.core.flow import FlowEngine
+from agentsh.agent.core.flow.classify import Classifier
+from agentsh.agent.core.policy.schema import (
     ClassificationConfig,
     FlowConfig,
     MCPServerDeclaration,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from agentsh.agent.events.models import FlowSummary, HookEvaluation
-from agentsh.agent.flow import FlowEngine
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.events.models import FlowSummary, HookEvaluation
+from agentsh.agent.core.flow import FlowEngine
+from agentsh.agent.core.policy.schema import Policy
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent.flow.shell import analyze, host_of
-from agentsh.agent.flow.shlex_bash import tokenize
+from agentsh.agent.core.flow.shell import analyze, host_of
+from agentsh.agent.core.flow.shlex_bash import tokenize
 
 # ----------------------------------------------------------------- quoting vs real bash
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.client import SyncChannelClient
+from agentsh.agent.core.client import SyncChannelClient
+from agentsh.agent.core.flow import FlowEngine
+from agentsh.agent.core.mcp.service import MCPService
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.agent.daemon.hooks import HookService
-from agentsh.agent.flow import FlowEngine
-from agentsh.agent.mcp.service import MCPService
-from agentsh.agent.policy.schema import Policy
 from tests.conftest import DaemonProc, wait_for
 
 AWS = "AKIAIOSFODNN7EXAMPLE"

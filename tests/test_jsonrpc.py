@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent.mcp import jsonrpc as rpc
-from agentsh.agent.mcp.jsonrpc import Kind, PendingRequests, parse_line
-from agentsh.agent.mcp.serverid import derive_server_id, is_mcp_server, server_id_for
-from agentsh.agent.policy.schema import DEFAULT_SERVER_PATTERNS, MCPConfig
+from agentsh.agent.core.mcp import jsonrpc as rpc
+from agentsh.agent.core.mcp.jsonrpc import Kind, PendingRequests, parse_line
+from agentsh.agent.core.mcp.serverid import derive_server_id, is_mcp_server, server_id_for
+from agentsh.agent.core.policy.schema import DEFAULT_SERVER_PATTERNS, MCPConfig
 
 
 def line(obj: object) -> bytes:

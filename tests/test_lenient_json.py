@@ -1,4 +1,4 @@
-"""agentsh.agent.lenient_json parses what the receivers parse, with their meaning."""
+"""agentsh.agent.core.lenient_json parses what the receivers parse, with their meaning."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent import lenient_json as lj
+from agentsh.agent.core import lenient_json as lj
 
 
 def test_values_orjson_rejects_are_parsed_like_node_and_python_parse_them() -> None:
@@ -108,7 +108,7 @@ def test_clip_bounds_depth_items_and_strings() -> None:
 def test_a_decision_request_is_bounded_whatever_the_shape_of_its_arguments() -> None:
     import orjson
 
-    from agentsh.agent.client import MAX_DECISION_ARGS_BYTES, cap_decision_request
+    from agentsh.agent.core.client import MAX_DECISION_ARGS_BYTES, cap_decision_request
 
     wide = {f"a{i}": {f"b{j}": "x" * 16384 for j in range(60)} for i in range(60)}  # 59 MB in small pieces
     deep = lj.loads(b'{"d":' + b"[" * 5000 + b'"' + b"y" * 100 + b'"' + b"]" * 5000 + b"}")  # orjson cannot encode it

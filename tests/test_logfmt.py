@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent.logfmt import LineFormatter
+from agentsh.agent.core.logfmt import LineFormatter
 from tests.conftest import AGENTSHCTL, AGENTSHD, SHIM, DaemonProc, short_tmpdir
 
 # 2026-11-23T10:00:00.123+00:00 agentshd[123] supervisor INFO message

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentsh.agent import hook_cmd
-from agentsh.agent.client import ControlClient, ControlError
+from agentsh.agent.core.client import ControlClient, ControlError
 from tests.conftest import DaemonProc, wait_for
 from tests.test_enforcement_integrity import (
     ask,

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 from ocsf_json_schema import get_ocsf_schema
 
-from agentsh.agent.client import ControlClient
-from agentsh.agent.events import models as m
-from agentsh.agent.events.ocsf import (
+from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.events import models as m
+from agentsh.agent.core.events.ocsf import (
     ACTION,
     APPLICATION_LIFECYCLE,
     CLASSES,
@@ -35,8 +35,8 @@ from agentsh.agent.events.ocsf import (
     Mapping,
     epoch_ms,
 )
-from agentsh.agent.events.ocsf_vendor import build_bundle, dumps
-from agentsh.agent.events.output import ocsf as output_ocsf
+from agentsh.agent.core.events.ocsf_vendor import build_bundle, dumps
+from agentsh.agent.core.events.output import ocsf as output_ocsf
 from tests.conftest import AGENTSHCTL, DaemonProc, wait_for
 from tests.test_event_contract import full, minimal, write
 
@@ -87,7 +87,7 @@ def variants() -> list[m.Event]:
 
 
 def test_every_event_type_has_an_ocsf_form_that_validates_against_the_ocsf_schema(tmp_path: Path) -> None:
-    assert set(MAPPINGS) == m.TYPE_NAMES, "every event type needs a mapping in agent/events/ocsf.py"
+    assert set(MAPPINGS) == m.TYPE_NAMES, "every event type needs a mapping in agent/core/events/ocsf.py"
     evs = variants()
     lines = write(evs, tmp_path / "o.jsonl", fmt="ocsf")
     assert len(lines) == len(evs)
@@ -189,7 +189,7 @@ def test_decisions_map_to_ocsf_actions_dispositions_and_findings(tmp_path: Path)
 
 def test_vendored_ocsf_schema_is_what_the_ocsf_schema_export_derives() -> None:
     assert SCHEMA_FILE.read_text() == dumps(build_bundle()), (
-        "regenerate with python -m agentsh.agent.events.ocsf_vendor"
+        "regenerate with python -m agentsh.agent.core.events.ocsf_vendor"
     )
     lic = (SCHEMA_DIR / "LICENSE").read_text()
     assert "Apache License" in lic and "Version 2.0" in lic

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent.policy.globs import glob_match
-from agentsh.agent.policy.loader import (
+from agentsh.agent.core.policy.globs import glob_match
+from agentsh.agent.core.policy.loader import (
     EMBEDDED_DEFAULT,
     PolicyError,
     load_dir,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent.events.models import Event, PolicyLoaded, PolicyRejected
-from agentsh.agent.policy.loader import (
+from agentsh.agent.core.events.models import Event, PolicyLoaded, PolicyRejected
+from agentsh.agent.core.policy.loader import (
     MAX_DROPINS,
     MAX_ERRORS,
     MAX_FILE_BYTES,
@@ -22,8 +22,8 @@ from agentsh.agent.policy.loader import (
     load_paths,
     load_texts,
 )
-from agentsh.agent.policy.store import PolicyStore
-from agentsh.agent.policy.yamlread import MAX_DEPTH
+from agentsh.agent.core.policy.store import PolicyStore
+from agentsh.agent.core.policy.yamlread import MAX_DEPTH
 from tests.conftest import AGENTSHCTL
 
 # The classic "billion laughs": 9 levels of 9 aliases, 9**9 strings once expanded.
@@ -292,7 +292,7 @@ def test_quoted_merge_key_lookalike_is_an_ordinary_key() -> None:
 
 
 def test_fast_reader_and_positional_reader_build_the_same_data() -> None:
-    from agentsh.agent.policy.yamlread import read_data, read_yaml
+    from agentsh.agent.core.policy.yamlread import read_data, read_yaml
 
     repo = Path(__file__).resolve().parents[1]
     texts = [p.read_text() for p in sorted((repo / "policies").rglob("*.yaml"))]

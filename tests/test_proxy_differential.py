@@ -41,7 +41,7 @@ from openai.lib.streaming.responses._responses import ResponseStream
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 
-from agentsh.agent.mcp.types import Decision
+from agentsh.agent.core.mcp.types import Decision
 from agentsh.proxy.rewrite import parse_args
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
 

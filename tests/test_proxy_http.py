@@ -16,7 +16,7 @@ import orjson
 import pytest
 from fake_llm_upstream import ProxyHarness, Scenario, anthropic_events, text, tool
 
-from agentsh.agent.client import ControlClient
+from agentsh.agent.core.client import ControlClient
 from agentsh.proxy.decider import DaemonDecider
 from agentsh.proxy.reporter import EventReporter
 

@@ -15,8 +15,8 @@ from fake_llm_upstream import Scenario, anthropic_events, chat_chunks, response_
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent.mcp.service import MCPService
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.mcp.service import MCPService
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.proxy.decider import LocalDecider, NameGate, ToolJudge
 from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from agentsh.agent.policy.regex_safety import UnsafeRegexError, check_regex
+from agentsh.agent.core.policy.regex_safety import UnsafeRegexError, check_regex
 
 SAFE = [
     r"internal\.corp\.example\.com",
@@ -87,7 +87,7 @@ def test_unsafe_regex_error_is_a_value_error_so_pydantic_reports_it() -> None:
 def test_policy_schema_rejects_unsafe_custom_pattern() -> None:
     from pydantic import ValidationError
 
-    from agentsh.agent.policy.schema import CustomPattern
+    from agentsh.agent.core.policy.schema import CustomPattern
 
     with pytest.raises(ValidationError, match="catastrophically"):
         CustomPattern(name="bad", pattern=r"(\w+\s?)+$")

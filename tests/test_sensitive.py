@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent.policy.regex_safety import UnsafeRegexError
-from agentsh.agent.sensitive import BUILTIN_TYPES, SensitiveDetector
+from agentsh.agent.core.policy.regex_safety import UnsafeRegexError
+from agentsh.agent.core.sensitive import BUILTIN_TYPES, SensitiveDetector
 
 D = SensitiveDetector()
 

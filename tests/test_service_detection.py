@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentsh.agent.mcp.service import MCPService
-from agentsh.agent.policy.schema import Policy
+from agentsh.agent.core.mcp.service import MCPService
+from agentsh.agent.core.policy.schema import Policy
 
 SEND_EMAIL = {
     "name": "send_email",

@@ -48,8 +48,8 @@ from mcp.shared.dispatcher import coerce_request_id
 from mcp.types import JSONRPCRequest, JSONRPCResponse, ListToolsResult, jsonrpc_message_adapter
 from pydantic import ValidationError
 
-from agentsh.agent import lenient_json
-from agentsh.agent.mcp import jsonrpc as rpc
+from agentsh.agent.core import lenient_json
+from agentsh.agent.core.mcp import jsonrpc as rpc
 from tests.conftest import BASE_TEST_POLICY, NPM_MODULES, SHIM, DaemonProc
 from tests.test_shim_relay import DenyNamed, relay_in_process
 

@@ -28,7 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from agentsh.agent.client import SyncChannelClient
+from agentsh.agent.core.client import SyncChannelClient
 from agentsh.agent.daemon.hooks import RESULT_WAIT_SECONDS
 from agentsh.shim.daemon_link import bounded_arguments, mcp_result_content
 from tests.conftest import BASE_TEST_POLICY, SHIM, DaemonProc, wait_for
@@ -37,7 +37,7 @@ FLOW_SERVERS = str(Path(__file__).resolve().parent / "mcp_servers" / "flow_serve
 
 
 def aws_key() -> str:
-    # a real key id has digits; the detector requires one (agent/sensitive.py), ~4% of draws have none
+    # a real key id has digits; the detector requires one (agent/core/sensitive.py), ~4% of draws have none
     return "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(15)) + secrets.choice("234567")
 
 

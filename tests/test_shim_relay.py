@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsh.agent.mcp import jsonrpc as rpc
+from agentsh.agent.core.mcp import jsonrpc as rpc
 from agentsh.shim.inspector import MAX_PENDING_LISTS, SCAN_MIN, MessageInspector
 from agentsh.shim.relay import Output, RelayStats, pump_client, pump_server
 

@@ -1,4 +1,4 @@
-"""The blocking one-shot client agentshctl uses (agent/sockets.py ``call``),
+"""The blocking one-shot client agentshctl uses (agent/core/sockets.py ``call``),
 against a real aiohttp server on a Unix socket: JSON, chunked and text bodies,
 errors as ControlError, a server that closes early or never answers as
 DaemonUnavailable (one line each)."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from agentsh.agent.sockets import ControlError, DaemonUnavailable, call
+from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
 from tests.conftest import short_tmpdir
 
 

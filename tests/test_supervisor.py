@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from agentsh.agent.core.events.models import ComponentExited, Event
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor
-from agentsh.agent.events.models import ComponentExited, Event
 
 
 async def wait_until(pred, timeout: float = 20.0) -> None:

@@ -145,7 +145,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$SYSPY" -m venv --system-site-packages "$VENV"
 fi
 stamp="$VENV/.agentsh-installed"
-want="$(sha256sum "$PROJECT/pyproject.toml" | cut -c1-16)-dev$DEV"
+# A strict editable install: a tree of links to the sources that static tools
+# (mypy, IDEs) follow, unlike setuptools' import hook (docs/development.md
+# "Imports and tools"). Links are per file, so the stamp covers the list of
+# files too: adding or moving a module re-runs the install.
+want="$( { cat "$PROJECT/pyproject.toml" "$PROJECT/setup.py"; \
+          (cd "$PROJECT" && find agent proxy shim bpf policies systemd -path '*/__pycache__' -prune -o -type f -print | LC_ALL=C sort); } \
+        | sha256sum | cut -c1-16)-dev$DEV-strict"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "venv: installing agentsh (editable$( [ $DEV = 1 ] && echo ', with dev extras'))"
   piplog="$VENV/pip-install.log"
@@ -153,7 +159,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   target="$PROJECT"; [ $DEV = 1 ] && target="$PROJECT[dev]"
   if run_quiet "$piplog" "upgrading pip" "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip \
      && run_quiet "$piplog" "installing agentsh and its dependencies with pip" \
-          "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target"; then
+          "$VENV/bin/python" -m pip install --disable-pip-version-check \
+            --config-settings editable_mode=strict -e "$target"; then
     echo "$want" > "$stamp"
   else
     exit 1

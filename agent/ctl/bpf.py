@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
+from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
 from agentsh.agent.ctl.common import api, die, print_json, socket_of
-from agentsh.agent.sockets import ControlError, DaemonUnavailable, call
 
 
 def render(st: dict[str, Any]) -> str:

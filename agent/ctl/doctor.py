@@ -216,7 +216,7 @@ def check_kernel() -> list[Check]:
 
 
 def check_daemon(socket_path: str | None) -> list[Check]:
-    from agentsh.agent.sockets import ControlError, DaemonUnavailable, call
+    from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
 
     try:
         st = call(socket_path, "GET", "/v1/status")

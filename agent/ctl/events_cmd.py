@@ -10,11 +10,11 @@ from typing import Any
 import click
 import orjson
 
+from agentsh.agent.core.events import reader
+from agentsh.agent.core.sockets import DaemonUnavailable, call
 from agentsh.agent.ctl.common import api, die, print_json, socket_of
-from agentsh.agent.events import reader
-from agentsh.agent.sockets import DaemonUnavailable, call
 
-# agentsh.agent.events.models (pydantic) is imported only where it is used:
+# agentsh.agent.core.events.models (pydantic) is imported only where it is used:
 # `agentshctl events tail` without --type must start fast (docs/operations.md "CLI start-up").
 
 DEFAULT_EVENTS = "/var/log/agentsh/events.jsonl"
@@ -41,7 +41,7 @@ def read_events(
 ) -> Iterator[dict[str, Any]]:
     """Events from the log (--events, else the daemon's): exits with a message
     when there is no log or --since does not parse. ``flow``: ``session_id``,
-    ``min_risk``, ``flow_type`` filters (agent/events/reader.py)."""
+    ``min_risk``, ``flow_type`` filters (agent/core/events/reader.py)."""
     path = events_path(ctx, events_file)
     if not path.exists() and not follow:
         die(f"no event log at {path}")
@@ -83,7 +83,7 @@ def tail(
 ) -> None:
     """Print events from the log, optionally following it."""
     if types:
-        from agentsh.agent.events.models import TYPE_NAMES
+        from agentsh.agent.core.events.models import TYPE_NAMES
 
         unknown = [t for t in types if t not in TYPE_NAMES and not any(c in t for c in "*?[")]
     else:
@@ -112,11 +112,11 @@ def tail(
 def schema(fmt: str) -> None:
     """Print the JSON Schema of the event log's lines (every event type)."""
     if fmt == "ocsf":
-        from agentsh.agent.events.ocsf import SCHEMA_FILE
+        from agentsh.agent.core.events.ocsf import SCHEMA_FILE
 
         click.echo(SCHEMA_FILE.read_text(), nl=False)
         return
-    from agentsh.agent.events.contract import published_schema
+    from agentsh.agent.core.events.contract import published_schema
 
     print_json(published_schema())
 

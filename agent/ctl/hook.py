@@ -31,8 +31,8 @@ from typing import Any
 
 import click
 
+from agentsh.agent.core.timefmt import seconds_since
 from agentsh.agent.ctl.common import ago, print_json, socket_of
-from agentsh.agent.timefmt import seconds_since
 
 AGENTS = ("claude-code",)
 DEFAULT_SOCKET = "/run/agentsh/agentsh.sock"
@@ -278,7 +278,7 @@ def uninstall(agent: str, scope: str, settings: Path | None, dry_run: bool) -> N
 
 
 def _daemon_status(socket: str | None) -> tuple[dict[str, Any] | None, str]:
-    from agentsh.agent.sockets import ControlError, DaemonUnavailable, call
+    from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
 
     try:
         return call(socket, "GET", "/v1/status"), ""

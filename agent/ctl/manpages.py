@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from agentsh.agent.version import __version__
+from agentsh.agent.core.version import __version__
 
 MANUAL = "agentsh manual"
 
@@ -109,13 +109,20 @@ def pages(cmd: click.Command, name: str, section: int, parent: click.Context | N
 
 def all_pages() -> Iterator[tuple[str, str]]:
     """Every page agentsh ships."""
+    # The commands are found through the console scripts the distribution
+    # declares: the CLI does not import the shim or the daemon
+    # (docs/architecture.md "Code layout").
+    from importlib.metadata import entry_points
+
     from agentsh.agent.ctl.main import cli
-    from agentsh.agent.daemon.main import main as agentshd
-    from agentsh.shim.main import main as shim
 
     yield from pages(cli, "agentshctl", 1)
-    yield from pages(shim, "agentsh-shim", 1)
-    yield from pages(agentshd, "agentshd", 8)
+    found = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("agentsh.")}
+    for name, section in (("agentsh-shim", 1), ("agentshd", 8)):
+        cmd = found[name].load() if name in found else None
+        if not isinstance(cmd, click.Command):
+            raise click.ClickException(f"console script {name} is not an installed click command (pip install agentsh)")
+        yield from pages(cmd, name, section)
 
 
 def write_pages(out: Path) -> list[Path]:

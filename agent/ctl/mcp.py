@@ -14,11 +14,11 @@ from urllib.parse import quote, urlencode
 import click
 import orjson
 
+from agentsh.agent.core.mcp.hashing import short_hash
 from agentsh.agent.ctl.common import api, die, print_json, table
 from agentsh.agent.ctl.events_cmd import read_events
-from agentsh.agent.mcp.hashing import short_hash
 
-# The policy's severities (agent/policy/schema.py SEVERITY_RANK), literal here so
+# The policy's severities (agent/core/policy/schema.py SEVERITY_RANK), literal here so
 # `agentshctl mcp ...` does not import the pydantic models to start; a test checks
 # that the two agree (docs/operations.md "CLI start-up").
 SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -131,7 +131,7 @@ def registry_show(ctx: click.Context, spec: str, as_json: bool) -> None:
         click.echo(f"  - {d.get('severity')} {d.get('category')} ({d.get('pattern')}) "
                    f"in {d.get('field')}: {texts}")
     if t.get("changed") and t.get("pinned_definition") is not None:
-        from agentsh.agent.mcp.hashing import diff_definitions
+        from agentsh.agent.core.mcp.hashing import diff_definitions
 
         click.echo("changes since pinned:")
         for c in diff_definitions(t["pinned_definition"], t["definition"]):
@@ -223,7 +223,7 @@ def _detail(ev: dict[str, Any]) -> str:
 
 
 def _check_types(types: Iterable[str]) -> None:
-    from agentsh.agent.events.models import TYPE_NAMES
+    from agentsh.agent.core.events.models import TYPE_NAMES
 
     unknown = [t for t in types if t not in TYPE_NAMES]
     if unknown:

@@ -107,8 +107,8 @@ def _load_tools(source: str | None, server_cmd: str | None) -> tuple[list[dict[s
 def inspect(source: str | None, server_cmd: str | None, as_json: bool, threshold: str,
             config_dir: str | None) -> None:
     """Scan MCP tool definitions for poisoning (offline)."""
-    from agentsh.agent.mcp.detector import Detector, max_severity, reaches
-    from agentsh.agent.mcp.offline import load_policy
+    from agentsh.agent.core.mcp.detector import Detector, max_severity, reaches
+    from agentsh.agent.core.mcp.offline import load_policy
 
     if source is not None and server_cmd:
         raise click.UsageError("give either SOURCE or --server-cmd, not both")

@@ -125,7 +125,7 @@ def wiring_of(entry: dict[str, Any]) -> list[str]:
 def daemon_wiring(socket_path: str | None, config_dir: str | None, state_dir: str | None) -> tuple[list[str], str | None]:
     """Shim options that tie it to the running daemon, and a warning if the
     daemon could not be asked where its policy and state live."""
-    from agentsh.agent.sockets import DaemonUnavailable, call, default_socket
+    from agentsh.agent.core.sockets import DaemonUnavailable, call, default_socket
 
     sock = os.path.abspath(socket_path or default_socket())
     warning = None
@@ -200,7 +200,7 @@ def _write(path: Path, old_text: str, new_text: str) -> Path:
 
 
 def _patterns(config_dir: str | None) -> list[str]:
-    from agentsh.agent.mcp.offline import load_policy
+    from agentsh.agent.core.mcp.offline import load_policy
 
     d = config_dir or os.environ.get("AGENTSH_CONFIG_DIR", "/etc/agentsh")
     loaded, _ = load_policy(d)
@@ -254,7 +254,7 @@ def wrap(ctx: click.Context, client: str, scope: str, config: Path | None, dry_r
         click.echo(f"agentshctl: warning: {warning}", err=True)
     wiring_dir = dict(zip(wiring[::2], wiring[1::2], strict=True)).get("--config-dir")
     patterns = _patterns(config_dir or wiring_dir) if only_matching else []
-    from agentsh.agent.mcp.serverid import is_mcp_server  # here: it imports the policy models
+    from agentsh.agent.core.mcp.serverid import is_mcp_server  # here: it imports the policy models
 
     wrapped, already, skipped = [], [], []
     for label, servers in server_maps(doc, client):

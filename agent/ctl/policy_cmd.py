@@ -28,7 +28,7 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
     daemon would. With files: those files merged in the order given. With
     nothing: /etc/agentsh. Exit 1 on any error.
     """
-    from agentsh.agent.policy.loader import PolicyError, load_dir, load_paths
+    from agentsh.agent.core.policy.loader import PolicyError, load_dir, load_paths
 
     targets = list(paths) or [Path("/etc/agentsh")]
     dirs = [p for p in targets if p.is_dir()]
@@ -74,7 +74,7 @@ def show(ctx: click.Context, as_json: bool, config_dir: Path | None) -> None:
     import yaml
 
     if config_dir is not None:
-        from agentsh.agent.policy.loader import PolicyError, load_dir
+        from agentsh.agent.core.policy.loader import PolicyError, load_dir
 
         try:
             lp = load_dir(config_dir)

@@ -24,8 +24,8 @@ def base_urls(listen: str) -> dict[str, str]:
 
 
 def _policy_listen(socket_path: str | None) -> str:
+    from agentsh.agent.core.sockets import DaemonUnavailable, call
     from agentsh.agent.ctl.common import die
-    from agentsh.agent.sockets import DaemonUnavailable, call
 
     try:
         doc = call(socket_path, "GET", "/v1/policy")

@@ -40,8 +40,8 @@ from typing import Any
 
 import click
 
+from agentsh.agent.core.sockets import ControlError, DaemonUnavailable
 from agentsh.agent.ctl.common import die, print_json, socket_of
-from agentsh.agent.sockets import ControlError, DaemonUnavailable
 
 PASS, FAIL, SKIP, OFF = "pass", "FAIL", "not checked", "disabled"
 
@@ -337,7 +337,7 @@ class _Daemon:
     """The agent-side and admin sockets, from inside one event loop."""
 
     def __init__(self, ctx: click.Context) -> None:
-        from agentsh.agent.client import ControlClient
+        from agentsh.agent.core.client import ControlClient
 
         self.agent = ControlClient(socket_of(ctx))
         self.admin = ControlClient(socket_of(ctx, admin=True))

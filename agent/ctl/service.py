@@ -253,7 +253,7 @@ def install_service(root: Path, dry_run: bool, no_accounts: bool, no_apt: bool) 
     if os.geteuid() != 0 and not dry_run and root == Path("/"):
         click.echo("agentshctl: install-service must run as root", err=True)
         sys.exit(1)
-    from agentsh.agent.policy.loader import embedded_default_text
+    from agentsh.agent.core.policy.loader import embedded_default_text
 
     inst = Installer(root, dry_run)
     venv_bin = Path(sys.executable).parent

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from agentsh.agent.core.timefmt import epoch, seconds_since
 from agentsh.agent.ctl.common import ago, api, print_json, table
-from agentsh.agent.timefmt import epoch, seconds_since
 
 
 def _ts(v: Any) -> str:

@@ -5,7 +5,7 @@ agent-side control socket and the admin socket), ``agent`` (the guarded
 layers' writes: events, shim registration — agent socket only) and ``admin``
 (anything that changes what is enforced — admin socket only, each act
 audited). Feature modules contribute their own sets (agent/daemon/api_mcp.py,
-agent/netmon/api.py); ``build_app`` makes the app of one socket. Who may
+agent/daemon/api_bpf.py); ``build_app`` makes the app of one socket. Who may
 connect at all is decided per connection before a byte is parsed
 (agent/daemon/peercred.py ConnectionGuard).
 """
@@ -18,6 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
+from agentsh.agent.core.events.models import ShimExited, ShimRegistered
+from agentsh.agent.core.timefmt import rfc3339, rfc3339_times
+from agentsh.agent.core.version import __version__
 from agentsh.agent.daemon.audit import audit
 from agentsh.agent.daemon.context import DaemonContext
 from agentsh.agent.daemon.health import assess
@@ -31,9 +34,6 @@ from agentsh.agent.daemon.jsonhttp import (
 )
 from agentsh.agent.daemon.peercred import peer_of
 from agentsh.agent.daemon.shims import ShimInfo
-from agentsh.agent.events.models import ShimExited, ShimRegistered
-from agentsh.agent.timefmt import rfc3339, rfc3339_times
-from agentsh.agent.version import __version__
 
 MAX_EVENTS_PER_POST = MAX_EVENTS_PER_BATCH
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from aiohttp import web
 
+from agentsh.agent.core.mcp.types import DecisionRequest
 from agentsh.agent.daemon.audit import audit, peer_name
 from agentsh.agent.daemon.jsonhttp import BadInput, RouteSet, json_response, read_json
-from agentsh.agent.mcp.types import DecisionRequest
 
 MAX_TOOLS_PER_REGISTRATION = 10_000
 MAX_DECISIONS_PER_REQUEST = 1_000
@@ -67,7 +67,7 @@ def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> Decisio
     truncated = d.get("arguments_truncated")
     if truncated is not None and not isinstance(truncated, bool):
         raise BadInput(f"{where}arguments_truncated must be a boolean")
-    flow_session = d.get("flow_session")  # data-flow step (agent/mcp/decision.py step 8)
+    flow_session = d.get("flow_session")  # data-flow step (agent/core/mcp/decision.py step 8)
     if flow_session is not None and (not isinstance(flow_session, str) or not 0 < len(flow_session) <= 256):
         raise BadInput(f"{where}flow_session must be a string of 1-256 characters or null")
     for k in ("can_ask", "flow_check"):
@@ -96,7 +96,7 @@ def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> Decisio
 
 
 def routes(ctx: Any) -> RouteSet:
-    """``ctx.mcp`` is the daemon's agentsh.agent.mcp.service.MCPService."""
+    """``ctx.mcp`` is the daemon's agentsh.agent.core.mcp.service.MCPService."""
 
     async def decide(request: web.Request) -> web.Response:
         try:

@@ -27,8 +27,22 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from agentsh.agent.core.events.models import (
+    DaemonStarted,
+    DaemonStopping,
+    PolicyLoaded,
+    PolicyRejected,
+)
+from agentsh.agent.core.events.writer import EventWriter
+from agentsh.agent.core.flow.engine import FlowEngine
+from agentsh.agent.core.mcp.service import MCPService
+from agentsh.agent.core.policy.loader import LoadedPolicy
+from agentsh.agent.core.policy.schema import DaemonConfig
+from agentsh.agent.core.policy.store import PolicyStore
+from agentsh.agent.core.version import __version__
 from agentsh.agent.daemon import api_mcp, selftest, spool_ingest
 from agentsh.agent.daemon.api import build_app, core_routes, shim_gone
+from agentsh.agent.daemon.api_bpf import routes as bpf_routes
 from agentsh.agent.daemon.channel import AgentChannel
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.hooks import HookService, write_hooks_conf
@@ -38,15 +52,6 @@ from agentsh.agent.daemon.peercred import ConnectionGuard, GuardedProtocol, Role
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor, reclaim_stale
-from agentsh.agent.events.models import DaemonStarted, DaemonStopping, PolicyLoaded, PolicyRejected
-from agentsh.agent.events.writer import EventWriter
-from agentsh.agent.flow.engine import FlowEngine
-from agentsh.agent.mcp.service import MCPService
-from agentsh.agent.netmon.api import routes as bpf_routes
-from agentsh.agent.policy.loader import LoadedPolicy
-from agentsh.agent.policy.schema import DaemonConfig
-from agentsh.agent.policy.store import PolicyStore
-from agentsh.agent.version import __version__
 
 log = logging.getLogger("agentsh.daemon")
 

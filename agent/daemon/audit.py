@@ -11,7 +11,7 @@ from __future__ import annotations
 import pwd
 from typing import Any
 
-from agentsh.agent.events.models import AdminAction
+from agentsh.agent.core.events.models import AdminAction
 
 
 def peer_name(peer: Any) -> str:

@@ -44,13 +44,13 @@ from typing import Any
 import orjson
 import psutil
 
+from agentsh.agent.core.events.models import FOREIGN_TYPES
 from agentsh.agent.daemon.api_mcp import parse_decision_request
 from agentsh.agent.daemon.hooks import THREAD_BYTES
 from agentsh.agent.daemon.intake import MAX_EVENTS_PER_BATCH, admit, hand_in
 from agentsh.agent.daemon.jsonhttp import BadInput
 from agentsh.agent.daemon.metrics import HookMeter
 from agentsh.agent.daemon.peercred import ConnectionGuard
-from agentsh.agent.events.models import FOREIGN_TYPES
 
 log = logging.getLogger("agentsh.channel")
 MAX_LINE = 16 * 1024 * 1024

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from agentsh.agent.daemon.health import HealthTracker
 
 if TYPE_CHECKING:
+    from agentsh.agent.core.events.writer import EventWriter
+    from agentsh.agent.core.policy.store import PolicyStore
     from agentsh.agent.daemon.peercred import ConnectionGuard
     from agentsh.agent.daemon.shims import ShimTable
     from agentsh.agent.daemon.supervisor import Supervisor
-    from agentsh.agent.events.writer import EventWriter
-    from agentsh.agent.policy.store import PolicyStore
 
 
 @dataclass
@@ -48,7 +48,7 @@ class DaemonContext:
     shims: ShimTable
     started_at: float = field(default_factory=time.time)
     mcp: Any = None
-    """agentsh.agent.mcp.service.MCPService"""
+    """agentsh.agent.core.mcp.service.MCPService"""
     netmon: Any = None
     """agentsh.agent.netmon.monitor.NetworkMonitor (None when network.enabled is false)"""
     netmon_error: str | None = None

@@ -2,7 +2,7 @@
 
 The hook command (agent/hook_cmd.py) hands Claude Code's hook payload in over
 the agent channel (``op: hook``); this module answers it from the one decision
-pipeline (MCP checks, then the flow step: agent/mcp/decision.py) and the
+pipeline (MCP checks, then the flow step: agent/core/mcp/decision.py) and the
 daemon's ``FlowEngine``, and writes one ``hook_evaluation`` event per
 evaluation. The hook command never writes events itself.
 
@@ -44,11 +44,11 @@ from typing import Any
 
 import orjson
 
+from agentsh.agent.core.events.models import FlowSummary, HookEvaluation
+from agentsh.agent.core.flow.classify import split_mcp_name
+from agentsh.agent.core.mcp.decision import FLOW_PREFIX, flow_session_key
+from agentsh.agent.core.mcp.types import Decision, DecisionRequest
 from agentsh.agent.daemon.jsonhttp import BadInput
-from agentsh.agent.events.models import FlowSummary, HookEvaluation
-from agentsh.agent.flow.classify import split_mcp_name
-from agentsh.agent.mcp.decision import FLOW_PREFIX, flow_session_key
-from agentsh.agent.mcp.types import Decision, DecisionRequest
 
 log = logging.getLogger("agentsh.hooks")
 

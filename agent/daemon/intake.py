@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentsh.agent.events.models import FOREIGN_TYPES, Event, parse_event, vouch
+from agentsh.agent.core.events.models import FOREIGN_TYPES, Event, parse_event, vouch
 
 MAX_EVENTS_PER_BATCH = 10_000
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from agentsh.agent.logfmt import setup as setup_logging
-from agentsh.agent.policy.loader import PolicyError
-from agentsh.agent.version import __version__
+from agentsh.agent.core.logfmt import setup as setup_logging
+from agentsh.agent.core.policy.loader import PolicyError
+from agentsh.agent.core.version import __version__
 
 log = logging.getLogger("agentsh.daemon")
 

@@ -13,12 +13,11 @@ process starts from zero and what the previous one reported is kept
 restarts (a counter reset, as Prometheus expects).
 
 Labels are bounded by construction: layers, actions, reason classes
-(``agent/mcp/decision.py`` ``reason_class``), hook events and answers,
+(``agent/core/mcp/decision.py`` ``reason_class``), hook events and answers,
 built-in detection categories, component names. Never a tool, server or
 free-text value.
 
-This module stays import-light (the proxy uses ``Buckets``): prometheus_client
-and the daemon's API are imported only by the listener.
+prometheus_client and the daemon's API are imported only by the listener.
 """
 
 from __future__ import annotations
@@ -27,44 +26,22 @@ import logging
 import math
 import os
 import time
-from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aiohttp import web
 
+from agentsh.agent.core.histogram import DURATION_BUCKETS, LATENCY_BUCKETS, Buckets
+
+__all__ = ["DURATION_BUCKETS", "LATENCY_BUCKETS", "Buckets"]
+
 log = logging.getLogger("agentsh.metrics")
 
-LATENCY_BUCKETS = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0
-)  # fmt: skip
-"""Seconds: what agentsh adds (proxy hold time, hook evaluations)."""
-DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-"""Seconds: whole LLM requests (upstream included)."""
 MAX_REPORTED = 64
 """At most this many counters are taken from one process's report."""
 HOOK_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 HOOK_ANSWERS = frozenset({"allow", "warn", "ask", "deny"})
-
-
-class Buckets:
-    """A histogram as plain ints: ``observe`` is one bisect and two adds."""
-
-    __slots__ = ("bounds", "counts", "sum")
-
-    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
-        self.bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)  # the last one is +Inf
-        self.sum = 0.0
-
-    def observe(self, seconds: float) -> None:
-        self.counts[bisect_left(self.bounds, seconds)] += 1  # le semantics: v == bound is in it
-        self.sum += seconds
-
-    def to_json(self) -> dict[str, Any]:
-        """What a process reports: per-bucket counts (not cumulative) and the sum."""
-        return {"b": list(self.counts), "s": round(self.sum, 6)}
 
 
 # --------------------------------------------------------------------------- reported counters
@@ -193,7 +170,7 @@ class HookMeter:
 
 
 def _builtin_categories() -> frozenset[str]:
-    from agentsh.agent.policy.schema import BuiltinDetections
+    from agentsh.agent.core.policy.schema import BuiltinDetections
 
     return frozenset(BuiltinDetections.model_fields)
 
@@ -234,8 +211,8 @@ class DaemonCollector:
     def _health(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
+        from agentsh.agent.core.version import __version__
         from agentsh.agent.daemon.api import health_answer
-        from agentsh.agent.version import __version__
 
         info = GaugeMetricFamily("agentsh_build_info", "agentshd version (always 1)", labels=["version"])
         info.add_metric([__version__], 1)

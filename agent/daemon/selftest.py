@@ -5,7 +5,7 @@ daemon, without touching the operator's policy. ``begin`` (admin socket,
 audited) installs, for ``TTL_SECONDS`` at most:
 
 * a canary MCP server + tool, registered like any tool and denied by the
-  decision pipeline like a ``denied_tools`` rule (agent/mcp/decision.py
+  decision pipeline like a ``denied_tools`` rule (agent/core/mcp/decision.py
   ``canaries``), so the shim and the LLM proxy must refuse it;
 * a canary address on loopback (``127.x.y.z:port``, nothing listens there)
   blocked in the BPF map, so a connect to it must fail with EPERM, not

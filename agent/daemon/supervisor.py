@@ -33,8 +33,8 @@ from typing import Any
 
 import psutil
 
+from agentsh.agent.core.events.models import ComponentExited, Event
 from agentsh.agent.daemon.metrics import Cumulative
-from agentsh.agent.events.models import ComponentExited, Event
 
 log = logging.getLogger("agentsh.supervisor")
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentsh.agent.events.models import (
+from agentsh.agent.core.events.models import (
     BPFLostEvents,
     Event,
     MCPNetworkConnection,

@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentsh.agent.events.models import Event, MCPServerDiscovered
+from agentsh.agent.core.events.models import Event, MCPServerDiscovered
+from agentsh.agent.core.policy.schema import MCPServerDeclaration
 from agentsh.agent.netmon.resolver import host_port_str, url_host_port
-from agentsh.agent.policy.schema import MCPServerDeclaration
 
 log = logging.getLogger("agentsh.netmon.discovery")
 

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentsh.agent.events.models import Event, MCPNetworkConnection
+from agentsh.agent.core.events.models import Event, MCPNetworkConnection
+from agentsh.agent.core.policy.schema import Policy
 from agentsh.agent.netmon import cgroup as cg
 from agentsh.agent.netmon.consumer import Consumer
 from agentsh.agent.netmon.discovery import Discovery
@@ -39,7 +40,6 @@ from agentsh.agent.netmon.resolver import (
     hosts_to_resolve,
     network_servers,
 )
-from agentsh.agent.policy.schema import Policy
 
 log = logging.getLogger("agentsh.netmon")
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentsh.agent.core.policy.globs import glob_match
+from agentsh.agent.core.policy.schema import MCPConfig, MCPServerDeclaration, Policy
 from agentsh.agent.netmon.maps import (
     ACT_ALLOW,
     ACT_BLOCK,
@@ -38,8 +40,6 @@ from agentsh.agent.netmon.maps import (
     WatchKey,
     WatchVal,
 )
-from agentsh.agent.policy.globs import glob_match
-from agentsh.agent.policy.schema import MCPConfig, MCPServerDeclaration, Policy
 
 GetAddrInfo = Callable[..., list[tuple[Any, ...]]]
 
@@ -55,7 +55,7 @@ class ServerRef:
 
 
 def server_blocked(mcp: MCPConfig, server_id: str) -> bool:
-    """Server-level policy, in the decision pipeline's order (agent/mcp/decision.py):
+    """Server-level policy, in the decision pipeline's order (agent/core/mcp/decision.py):
     ``denied_servers`` match → blocked; ``server_policy: allowlist`` and no
     ``allowed_servers`` match → blocked. ``enforce_policy: false`` blocks nothing."""
     if not mcp.enforce_policy:

@@ -1,0 +1,888 @@
+"""Orders addressed to the model, judged by what they order (docs/mcp.md "Tool poisoning").
+
+Honest descriptions also give orders ("you must pass an absolute path", "call
+list_tables first", "use `start_index` to read further"). What an attack adds
+is an order whose *object* lies outside the tool's job: another server's tool,
+a fixed value for one of the tool's parameters regardless of the user, a
+dotfile, a shell command, a URL to contact, the conversation to send, what to
+hide from the user. So each sentence is analysed in three steps:
+
+1. **directive**: is it an order to the model? (an obligation word, an
+   imperative verb at the start of a clause, the model named as addressee, a
+   "do not …", in English and the languages attackers switch to);
+2. **objects** (detect_objects): what the order is about;
+3. **severity from the combination**: the object's risk (a download-and-execute
+   command, a credential file, a peer tool...), raised by modifiers (hidden from
+   the user, regardless of the user, inside an HTML comment, broader rights)
+   and lowered when the object is part of the tool's purpose or the user
+   decides ("only if the user asks").
+
+Sentences are selected by a gate first (characters such as backticks and
+slashes, and a word list), so most sentences of honest tools cost one set
+intersection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from agentsh.agent.core.mcp import detect_lex as lx
+from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at, sev_of
+from agentsh.agent.core.mcp.detect_objects import Obj, find_objects, related
+from agentsh.agent.core.mcp.detect_parse import (
+    Field,
+    ParsedTool,
+    Sentence,
+    make_field,
+    split_sentences,
+    stem,
+)
+from agentsh.agent.core.mcp.detect_shell import KNOWN
+from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS
+
+_TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
+_GATE_WORDS = frozenset(w.encode() for w in lx.GATE_WORDS)
+_GATE_SUBSTR = tuple(lx.GATE_CHARS)
+# trigger words per cue family: a family's regex runs only when one occurs
+_T_MODAL = frozenset(['alsjeblieft', 'altijd', 'asegurate', 'asegúrate', 'assicurati', 'assurez', 'bisogna', 'bitte', 'correct', 'critical', 'crucial', 'debe', 'deben', 'debes', 'deve', 'devez', 'devi', 'devono', 'dois', 'doit', 'doivent', 'enabled', 'ensure', 'erforderlich', 'essential', 'expected', 'faut', 'favor', 'forget', 'graag', 'has', 'have', 'hay', 'immer', 'important', 'jamais', 'kindly', 'mai', 'mandatory', 'moet', 'moeten', 'muss', 'musst', 'must', 'müssen', 'necessary', 'need', 'needs', 'niemals', 'nooit', 'nunca', 'obbligatorio', 'obligatoire', 'obligatorio', 'obligatory', 'obliged', 'obrigatório', 'only', 'ought', 'please', 'policy', 'precisa', 'precisam', 'remember', 'require', 'required', 'requires', 'sempre', 'shall', 'should', 'siempre', 'sollen', 'sollte', 'stellen', 'stets', 'supposed', 'sure', 'tiene', 'tienes', 'toujours', 'unbedingt', 'verpflichtend', 'verplicht', 'veuillez', 'vital', 'zorg'])  # fmt: skip
+_T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
+_T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
+_T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
+_T_CONCEAL = frozenset(['alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
+_T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
+_T_PRIORITY = frozenset(['bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
+_T_DECEIVE = frozenset(['answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
+_T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
+_T_OVERRIDE = frozenset(['addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
+_T_REDIRECT = frozenset(["instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass"])
+_T_SEQUENCE = frozenset(["before", "after", "afterwards", "first", "prerequisite", "preceded", "once", "then", "each", "every", "whenever", "prior", "followed", "soon", "away", "conversation", "session", "finish"])
+_T_PERMISSION = frozenset(['admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
+_T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruction", "hidden", "secret", "admin", "internal", "assistant", "ai", "llm", "note", "notes", "hint", "reminder", "message", "directive", "heads", "operator", "developer", "inst", "agent", "agents", "model", "models"])  # fmt: skip
+
+# words after which a verb form is not an order ("to read", "it will send", "you can use")
+_NOT_BEFORE_VERB = frozenset(["to", "will", "would", "can", "could", "may", "might", "it", "they", "we", "you", "he", "she", "i", "not", "does", "do", "did", "is", "are", "was", "be", "the", "a", "an", "this", "that", "each", "every", "any", "its", "their", "your", "our", "his", "her"])  # fmt: skip
+_SENDING = frozenset(map(stem, ["send", "post", "upload", "forward", "transmit", "sync", "mirror", "export", "publish", "share", "notify", "webhook", "email", "mail", "deliver", "report", "telemetry", "analytics"]))  # fmt: skip
+_CLAUSES_RE = re.compile(r"[;:]\s+")
+# orders that need no object and no other cue: role tokens, rug pulls, run-around-every-call
+_SPECIAL_ORDER = re.compile(r"<\||\[/?inst|</|<<|approv|review|pinned|trusted|listed|this\s+tool|"
+                            r"this\s+function|\bit\s+must|\bme\b")  # fmt: skip
+_SAME_ARGS = re.compile(r"\b(?:with|passing|using|forward(?:ing)?)\s+(?:the\s+)?(?:same|identical|exact|"
+                        r"original|user'?s|full)\s+(?:\w+\s+)?(?:arguments|args|parameters|params|"
+                        r"inputs?|query|request|address|string|fields|values)\b")  # fmt: skip
+_EXAMPLE_RE = re.compile(r"\b(?:for\s+example|e\.g\.|for\s+instance|equivalent\s+to|such\s+as|"
+                         r"looks\s+like|like\s+this|example)\b")  # fmt: skip
+_ALWAYS = frozenset(["always", "every", "each", "toujours", "immer", "siempre", "sempre", "altijd", "всегда"])
+_FOREIGN_STOP = frozenset(['al', 'alla', 'alle', 'altijd', 'antes', 'après', 'au', 'auch', 'auf', 'aus', 'aux', 'avant', 'avec', 'bei', 'bevor', 'bij', 'cada', 'ce', 'ces', 'cette', 'chaque', 'che', 'como', 'con', 'cuando', 'da', 'dans', 'das', 'dei', 'del', 'della', 'delle', 'dem', 'den', 'der', 'des', 'después', 'deze', 'di', 'die', 'dit', 'do', 'dopo', 'du', 'een', 'ein', 'eine', 'el', 'elke', 'em', 'en', 'es', 'est', 'esta', 'este', 'et', 'für', 'gli', 'het', 'ihr', 'il', 'immer', 'ist', 'je', 'jede', 'jeden', 'jeder', 'la', 'las', 'le', 'les', 'lo', 'los', 'met', 'mit', 'más', 'na', 'naar', 'nach', 'ne', 'nel', 'nella', 'nicht', 'niet', 'non', 'oder', 'ogni', 'ohne', 'ook', 'op', 'os', 'para', 'pas', 'per', 'pero', 'por', 'pour', 'prima', 'quando', 'que', 'questa', 'questo', 'qui', 'sans', 'sem', 'sempre', 'senza', 'sich', 'sie', 'siempre', 'sin', 'sind', 'sono', 'sont', 'sur', 'sus', 'todas', 'todo', 'todos', 'toujours', 'tous', 'tout', 'tutte', 'tutti', 'tutto', 'um', 'uma', 'un', 'una', 'und', 'une', 'uw', 'van', 'voor', 'vor', 'votre', 'vous', 'wanneer', 'wenn', 'wir', 'y', 'zijn', 'zonder', 'zu'])  # fmt: skip
+_ENGLISH_STOP = frozenset(["the", "and", "of", "to", "for", "with", "is", "are", "a", "an", "in", "on", "this", "that", "it", "you", "your", "be"])
+_USER_SUBJECT = re.compile(r"\b(?:the\s+)?(?:user|users|human|operator|administrator|admin|"
+                           r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$")  # fmt: skip
+_PROTECTIVE = re.compile(r"\b(?:password|passphrase|secret|key|token|credential|code|pin|"
+                         r"private)s?\b")  # fmt: skip
+_PROMO = re.compile(r"\$\d|\b(?:bonus|discount|coupon|promo(?:\s+code)?|claim\s+your|sponsored|"
+                    r"courtesy\s+of|premium\s+plan|upgrade\s+to|free\s+trial|suspended|compromised|"
+                    r"verify\s+your\s+(?:account|identity)|security\s+alert|recalled|hacked|"
+                    r"breached)\b")  # fmt: skip
+# "never tell the user a schedule type is unsupported": a statement the model must not make
+_CLAIM_AFTER = re.compile(r"\s+(?:the\s+user\s+|them\s+)?(?:that\s+)?(?:[\w'-]+\s+){0,5}?(?:is|are|was|"
+                          r"were|has\s+been|have\s+been)\s+(?:not\s+|un\w+|missing|empty|applied|"
+                          r"available|supported|found|done|complete)")  # fmt: skip
+# what concealment hides: the tool's own doings
+_SIDE_EFFECT = re.compile(r"\b(?:cop(?:y|ies)|kept|log|logged|stored|sent|forwarded|uploaded|"
+                          r"mirror\w*|recorded|shared|this\s+(?:tool|note|block|change)|these\s+"
+                          r"instructions|the\s+switch|the\s+change|you\s+used|calculator)\b")  # fmt: skip
+_SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|"
+                          r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
+                          r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b")  # fmt: skip
+
+
+@dataclass(slots=True)
+class Cues:
+    directive: str = ""  # the words that make the sentence an order ("" if none)
+    kind: str = ""  # modal|imperative|adverb|negated|address|foreign|implicit
+    address: str = ""
+    override: str = ""
+    conceal: str = ""
+    consent: str = ""
+    priority: str = ""
+    deceive: str = ""
+    tell: str = ""
+    redirect: str = ""
+    permission: str = ""
+    guard: str = ""
+    always: bool = False
+    net_verb: bool = False
+    write_verb: bool = False
+    read_verb: bool = False
+
+
+_TOKENS_RE = re.compile(r"[^\W_]+")
+
+
+def tokens_of(text: str) -> set[str]:
+    return set(_TOKENS_RE.findall(text))
+
+
+def _search(rx: re.Pattern[str], t: str) -> str:
+    m = rx.search(t)
+    return m.group(0).strip() if m else ""
+
+
+def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = True,
+              framed: bool = False) -> Cues:  # fmt: skip
+    """Directive cues and modifiers of one sentence (lower-case text, its word set)."""
+    c = Cues()
+    ascii_t = t.isascii()
+    # the order itself
+    if not ascii_t or toks & _T_MODAL:
+        for m in lx.MODAL_RE.finditer(t):
+            if _USER_SUBJECT.search(t[max(0, m.start() - 40) : m.start()]):
+                continue  # "the user may install it …": an order to the person, not the model
+            if lx.is_mention(t, m.start()):
+                continue
+            c.directive, c.kind = m.group(0), "modal"
+            break
+    if not c.directive:
+        for m in lx.CLAUSE_START_RE.finditer(t):
+            v = m.group(1)
+            if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)):
+                c.directive, c.kind = m.group(0).strip(" ,:;(["), "imperative"
+                break
+    if not c.directive:
+        # a leading adverbial phrase, at the start of the sentence or of a clause:
+        # "For accurate reviews include …", "…; for every request call `x` …"
+        for clause in _CLAUSES_RE.split(t):
+            m = lx.INTRO_RE.match(clause)
+            if m is None:
+                continue
+            words = m.group(1).split()
+            for prev, w in itertools.pairwise(words):
+                if w in lx.IMPERATIVE_VERBS and prev not in _NOT_BEFORE_VERB:
+                    c.directive, c.kind = w, "imperative"
+                    break
+            if c.directive:
+                break
+    if not c.directive and toks & _T_ADVERB:
+        for m in lx.ADVERB_IMPERATIVE_RE.finditer(t):
+            if m.group(1) in lx.IMPERATIVE_VERBS and not lx.is_mention(t, m.start()):
+                c.directive = m.group(0)
+                c.kind = "negated" if m.group(0).startswith("never") else "adverb"
+                break
+    if not c.directive and toks & _T_NEG:
+        for m in lx.NEGATED_IMPERATIVE_RE.finditer(t):
+            if m.group(1) in lx.IMPERATIVE_VERBS and not lx.is_mention(t, m.start()):
+                c.directive, c.kind = m.group(0), "negated"
+                break
+    if not c.directive and ("you" in toks or "by" in toks):
+        for m in lx.SUGGEST_RE.finditer(t):
+            v = m.group(1)
+            if v in lx.IMPERATIVE_VERBS or (v.endswith("ing") and (v[:-3] in lx.IMPERATIVE_VERBS
+                                                                   or v[:-3] + "e" in lx.IMPERATIVE_VERBS)):
+                c.directive, c.kind = m.group(0), "suggest"
+                break
+    if (not ascii_t or toks & _T_ADDRESS) and (a := _search(lx.ADDRESS_RE, t)):
+        c.address = a
+        if not c.directive or c.kind == "imperative":
+            c.directive, c.kind = c.directive or a, "address"
+    if not c.directive and (m := lx.TRIGGER_RE.search(t)):
+        c.directive, c.kind = m.group(0), "trigger"  # "whenever send_email is called, …"
+    if not c.directive and foreign:
+        c.directive, c.kind = "(switch to another language)", "foreign"
+    if c.kind == "imperative" and first and t.lstrip(" \t\n-*#>0123456789.)(").startswith(c.directive):
+        c.kind = "first_imperative"  # "Create a new branch …": the tool saying what it does
+    # modifiers
+    if toks & _T_CONCEAL or not ascii_t:
+        c.conceal = _search(lx.CONCEAL_RE, t)
+        if c.conceal:
+            after = t[t.find(c.conceal) + len(c.conceal) :][:80]
+            if _PROTECTIVE.search(after[:40]):
+                c.conceal = ""  # "never reveal the password": protects the user
+            elif _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
+                c.conceal = ""  # "never tell the user a type is unsupported": no false claims
+    if toks & _T_CONSENT:
+        c.consent = _search(lx.CONSENT_RE, t)
+    if toks & _T_PRIORITY or not ascii_t:
+        for m in lx.PRIORITY_RE.finditer(t):
+            if not lx.is_mention(t, m.start()):
+                c.priority = m.group(0)
+                break
+    if toks & _T_DECEIVE:
+        c.deceive = _search(lx.DECEIVE_RE, t)
+        if not c.deceive and framed:
+            c.deceive = _search(lx.CLAIM_RE, t)  # an assertion for the user, in hidden text
+    if (toks & _T_TELL) or ("your" in toks and '"' in t):
+        c.tell = _search(lx.TELL_USER_RE, t)
+    if not ascii_t or not toks.isdisjoint(_T_OVERRIDE):
+        c.override = _search(lx.OVERRIDE_RE, t)
+    c.always = not toks.isdisjoint(_ALWAYS)
+    if not toks.isdisjoint(_T_REDIRECT):
+        c.redirect = _search(lx.REDIRECT_RE, t)
+    if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t:
+        c.permission = _search(lx.PERMISSION_RE, t)
+    if verbs:
+        if "user" in toks or "never" in toks or "follow" in toks:
+            c.guard = _search(lx.GUARD_RE, t)
+        c.net_verb = lx.NET_VERBS_RE.search(t) is not None
+        c.write_verb = ">" in t or lx.WRITE_VERBS_RE.search(t) is not None
+        c.read_verb = not toks.isdisjoint(lx.READ_VERBS)
+        if foreign:  # the verb lexicon is English: in another language the objects decide
+            c.net_verb = c.read_verb = True
+    return c
+
+
+def _is_foreign(t: str, toks: set[str]) -> bool:
+    if not t.isascii():
+        letters = sum(1 for ch in t if ch.isalpha())
+        latin = sum(1 for ch in t if ch.isalpha() and ch < "\u0250")
+        if letters and latin / letters < 0.5:
+            return True
+    n_foreign = len(toks & _FOREIGN_STOP)
+    return n_foreign >= 2 and n_foreign > len(toks & _ENGLISH_STOP)
+
+
+# ------------------------------------------------------------------ framing
+
+
+def frame_spans(text: str) -> list[tuple[int, int, str]]:
+    """Spans of ``text`` (lower-case) hidden from or dressed up for the reader."""
+    spans: list[tuple[int, int, str]] = []
+    for guard, rx in lx.FRAME_OPENERS:
+        if guard not in text:
+            continue
+        for m in rx.finditer(text):
+            tok = m.group(0)
+            s = m.start()
+            if tok.startswith("<!--"):
+                z = text.find("-->", s)
+                spans.append((s, len(text) if z < 0 else z + 3, "an HTML comment"))
+            elif tok.startswith("<") and not tok.startswith(("<|", "</")):
+                tag = re.match(r"<\s*([\w-]+)", tok)
+                close = text.find(f"</{tag.group(1)}", s) if tag else -1
+                spans.append((s, len(text) if close < 0 else close,
+                              f"a <{tag.group(1) if tag else ''}> block"))  # fmt: skip
+            elif tok.startswith("[["):
+                z = text.find("]]", s)
+                spans.append((s, len(text) if z < 0 else z + 2, "a [[…]] block"))
+            elif tok.startswith("[//]"):
+                z = text.find("\n", s)
+                spans.append((s, len(text) if z < 0 else z, "a Markdown comment"))
+            else:
+                z = text.find("\n\n", s)
+                spans.append((s, len(text) if z < 0 else z, f"a '{tok.strip()[:40]}' block"))
+    k = text.find(lx.BLANK_RUN)
+    if k >= 0:
+        spans.append((k, len(text), "text pushed below blank lines"))
+    return spans
+
+
+# ------------------------------------------------------------------ judging
+
+_CMD_LEVEL = {"revshell": 3, "dl_exec": 3, "privesc": 3, "secret": 3, "persist": 3, "eval": 3, "exfil": 3,
+              "destructive": 2, "install": 2, "net": 2, "recon": 2, "write": 2, "plain": 1}  # fmt: skip
+_CMD_WHAT = {"revshell": "reverse shell", "dl_exec": "download-and-execute", "privesc": "privilege", "secret": "reads secrets",
+             "persist": "persistence", "eval": "runs given code", "exfil": "sends data out",
+             "destructive": "destructive", "install": "installs software", "net": "network",
+             "recon": "surveys the system", "write": "writes files", "plain": "command"}  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Verdict:
+    level: int
+    category: str
+    pattern: str
+    obj: Obj | None
+    what: str
+    unrelated: bool = False
+    fixed: bool = False  # not lowered by sentence position or purpose
+
+
+def _q(o: Obj) -> str:
+    s = o.text if len(o.text) <= 60 else o.text[:57] + "..."
+    return f"`{s}`" if o.kind in ("cmd", "tool", "param", "path") else s
+
+
+def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_Verdict]:
+    """Severity from the combination of directive, objects and modifiers."""
+    out: list[_Verdict] = []
+    t = sent.text
+    if not objs and not (c.address or c.conceal or c.consent or c.priority or c.deceive or c.tell
+                         or sent.framed or _SPECIAL_ORDER.search(t)):  # fmt: skip
+        return out  # nothing an order could be about, and no order that needs nothing
+    d = bool(c.directive)
+    act = d and c.kind != "negated"  # "never paste a token into chat" forbids, it does not order
+    kinds = {o.kind for o in objs}
+    ext = [o for o in objs if (o.kind in ("url", "host", "ip", "email", "ext") and o.klass != "reserved")
+           or (o.kind == "tool" and o.klass in ("peer", "other_server"))]
+    bulk = [o for o in objs if o.kind == "data" and o.klass == "bulk" and not related(o, tool)]
+    has_data = bool(bulk)  # the session's data; one item of it (the user's question) is ordinary
+    has_secret = "secret" in kinds or ("env" in kinds and c.read_verb)
+    implicit_param = sent.field.param is not None and sent.field.kind in (
+        "param_desc", "param_title", "default", "const", "example", "vendor", "comment")
+    has_param = "param" in kinds or implicit_param
+    dest = has_param or bool(ext) or "tool" in kinds or "reply" in kinds or "server" in kinds
+    source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
+                 for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
+        or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|keychain|cookie|"
+                     r"browser|\.env)\b", sent.text) is not None  # fmt: skip
+    literal = any(o.kind in ("literal", "email", "url", "host", "ip", "account") for o in objs)
+    # a fixed value that matters: an outside address, an account, broader rights
+    weighty = c.permission or any(o.kind in ("email", "url", "host", "ip", "account") and
+                                  o.klass != "reserved" for o in objs)  # fmt: skip
+    user_override = bool(c.override) and _OVER_USER.search(t) is not None
+    seen: set[tuple[str, str]] = set()
+
+    def add(v: _Verdict) -> None:
+        key = (v.pattern, v.obj.text if v.obj else "")
+        if key not in seen:
+            seen.add(key)
+            out.append(v)
+
+    for o in objs:
+        if c.kind == "negated" and not (o.kind == "tool" and o.klass == "others"):
+            continue  # "never paste a real token into chat": a prohibition, not an order to act
+        rel = related(o, tool, sent.first and c.kind != "first_imperative")
+        if o.kind == "cmd":
+            lvl = _CMD_LEVEL[o.klass] if d else (2 if o.klass == "revshell" else
+                                                 1 if _CMD_LEVEL[o.klass] == 3 else 0)
+            if rel:
+                lvl -= 1
+            add(_Verdict(lvl, "shell_injection", "order_shell_command", o,
+                         f"shell command {_q(o)} ({_CMD_WHAT[o.klass]}: {o.detail})", not rel))
+        elif o.kind == "path":
+            if not d:
+                continue
+            if "cred" in o.classes and (c.read_verb or dest) and not (
+                c.write_verb and not c.read_verb
+            ):
+                lvl, cat, pat, what = 3, "credential_theft", "order_read_credentials", \
+                    f"credential file {_q(o)} read"  # fmt: skip
+            elif "persist" in o.classes and c.write_verb:
+                lvl, cat, pat, what = 3, "model_directives", "order_write_persistence", \
+                    f"file {_q(o)} that runs or is obeyed later, written"  # fmt: skip
+            elif o.klass == "system" and c.write_verb:
+                lvl, cat, pat, what = 2, "model_directives", "order_write_system", \
+                    f"system file {_q(o)} written"  # fmt: skip
+            elif o.klass == "home" and dest and (c.read_verb or "tool" in kinds):
+                lvl, cat, pat, what = 2, "exfiltration", "order_home_listing", \
+                    f"the home directory {_q(o)} handed on"  # fmt: skip
+            elif o.klass in ("cred", "persist"):
+                lvl, cat, pat, what = 1, "model_directives", "order_sensitive_path", \
+                    f"sensitive file {_q(o)}"  # fmt: skip
+            elif o.klass == "plain" and c.net_verb and (bool(ext) or has_data):
+                lvl, cat, pat, what = 1, "exfiltration", "order_send_file", f"file {_q(o)} sent out"
+            else:
+                continue
+            if rel:
+                lvl -= 1
+            add(_Verdict(lvl, cat, pat, o, what, not rel))
+        elif o.kind in ("url", "host", "ip", "email"):
+            reserved = o.klass == "reserved"  # example.com & co: documentation, unless ordered
+            carrier = o.klass in ("carrier", "image")
+            if not d and not (carrier and (has_data or has_secret)):
+                continue
+            if not c.net_verb and not carrier and not has_data and not c.override and (
+                lx.DOC_CONTEXT_RE.search(sent.text) or not d
+            ):
+                continue
+            lvl = 2 if (c.net_verb or carrier) else 1
+            if carrier or has_data or has_secret:
+                lvl = 3 if d else 2
+            if o.klass == "bare_ip" and c.net_verb:
+                lvl += 1
+            if c.override and lvl < 3:
+                lvl += 1
+            if rel and not (carrier or has_data or has_secret):
+                lvl -= 1
+            if reserved:
+                lvl -= 1
+            what = ("data carried to " if (carrier or has_data or has_secret) else
+                    "contact ") + {"email": "address", "url": "URL", "host": "host",
+                                   "ip": "IP address"}[o.kind] + f" {_q(o)}"  # fmt: skip
+            if o.klass == "image":
+                what += " (an image the client fetches)"
+            add(_Verdict(lvl, "exfiltration", "order_network_request", o, what, not rel))
+        elif o.kind == "tool":
+            if not d:
+                continue
+            if o.klass in ("self", "sibling"):
+                if any(_flows_into(t, x, o) for x in bulk):
+                    add(_Verdict(2, "exfiltration", "order_data_to_tool", o,
+                                 f"the user's data handed to tool {_q(o)}"))
+                elif o.klass == "self" and c.redirect and (c.override or c.always):
+                    add(_Verdict(2, "model_directives", "order_prefer_this_tool", o,
+                                 f"use this tool instead of others ('{c.override or 'always'}')"))
+                continue
+            if o.klass == "others":
+                if c.guard:
+                    continue  # "must not invoke other tools until the user says so"
+                if (tm := lx.TAMPER_RE.search(sent.text)) is not None:
+                    add(_Verdict(2, "shadowing", "order_intercept_other_tools", o,
+                                 f"{o.text} made to pass through this tool ('{tm.group(0)[:50]}')"))
+                elif user_override or (c.redirect and c.always):
+                    add(_Verdict(2, "model_directives", "order_avoid_other_tools", o,
+                                 f"keep away from {o.text} ('{c.override or c.redirect}')"))
+                continue
+            lvl = 2 if o.klass in ("peer", "other_server") else 1
+            if o.klass == "peer" and not (c.redirect or has_data or c.permission or c.conceal or
+                                          c.override) and not _peer_acts(tool, o.text):  # fmt: skip
+                lvl = 1  # "call `list_tables` first" on a read-only peer: a workflow hint
+            extra = []
+            if c.override and lvl < 3:
+                lvl += 1
+                extra.append(f"('{c.override}')")
+            if o.klass != "self" and _SAME_ARGS.search(sent.text):
+                lvl += 1  # the user's request mirrored to another tool
+                extra.append("with the same arguments")
+            if (tm := lx.TAMPER_RE.search(sent.text)) is not None and o.klass != "others":
+                lvl += 1
+                extra.append(f"changing its {tm.group(1) or tm.group(2)}")
+            elif any(x.kind in ("url", "host", "email", "account") and x.klass != "reserved"
+                     for x in objs) and o.klass != "self":
+                lvl += 1
+                extra.append("with an outside address or account")
+            carried = [x for x in objs if x.kind == "data" and (x.klass == "bulk" or o.klass in (
+                "peer", "other_server")) and _flows_into(t, x, o)]  # fmt: skip
+            if carried or (has_secret and source):
+                lvl += 1
+                extra.append("with the user's data" if carried else "with secrets")
+            if c.permission:
+                lvl += 1
+                extra.append(f"with broader rights ('{c.permission}')")
+            if o.klass == "unknown" and rel:
+                lvl -= 1
+            where = {"peer": f"another server's tool {_q(o)}" + (f" ({o.detail})" if o.detail else ""),
+                     "other_server": f"tool {_q(o)} of another server ({o.detail})",
+                     "unknown": f"tool {_q(o)}"}[o.klass]  # fmt: skip
+            how = "instead of this one" if c.redirect else "as well"
+            cat = "shadowing" if o.klass in ("peer", "other_server") or c.kind == "trigger" or \
+                lx.TAMPER_RE.search(sent.text) else "model_directives"  # fmt: skip
+            pat = "order_redirect_tool" if c.redirect else "order_call_tool"
+            add(_Verdict(lvl, cat, pat, o, f"call {where} {how}" + (", " + ", ".join(extra) if extra else ""),
+                         o.klass != "unknown"))  # fmt: skip
+        elif o.kind == "ext":
+            if not (c.net_verb or has_data or has_secret):
+                continue
+            lvl = 3 if (has_data or has_secret) and d else 2
+            if not d:
+                purpose = tool.name_stems if sent.first else tool.purpose
+                claim = lx.CLAIM_SEND_RE.search(sent.text) is not None and not (purpose & _SENDING)
+                lvl = 2 if claim and not rel else 0
+            add(_Verdict(lvl, "exfiltration", "order_network_request" if d else "claims_sending_out",
+                         o, f"data sent to {o.text}", True))
+        elif o.kind == "server":
+            if not d or not (c.redirect or re.search(r"\b(?:call|use|pass|hand|submit|route|send|"
+                                                     r"give|query|invoke)\b", sent.text)):
+                continue
+            if o.topic & tool.purpose and not c.redirect:
+                continue
+            lvl = 3 if c.permission or has_data else 2
+            add(_Verdict(lvl, "shadowing", "order_other_server", o,
+                         f"go to another server ('{o.text}')" +
+                         (" instead of this tool" if c.redirect else "") +
+                         (f" with broader rights ('{c.permission}')" if c.permission else ""),
+                         True))  # fmt: skip
+        elif o.kind == "param":
+            pass  # judged below, once per sentence
+        elif o.kind == "account" and d and not c.guard:
+            add(_Verdict(2, "model_directives", "order_payment_destination", o,
+                         f"pay to or use account {_q(o)}"))
+
+    # a parameter fixed or stuffed regardless of the user
+    if act and has_param:
+        pname = next((o.text for o in objs if o.kind == "param"), sent.field.param or "")
+        if has_secret and source and c.read_verb:
+            add(_Verdict(3, "credential_theft", "order_secret_into_parameter", None,
+                         f"secrets read by the model put into parameter `{pname}`"))
+        elif any(_flows_into(t, x, None) for x in bulk) and (c.override or not c.guard):
+            add(_Verdict(2, "exfiltration", "order_data_into_parameter", None,
+                         f"the user's data put into parameter `{pname}`"))
+        elif literal and (user_override or ((c.override or c.always) and weighty)):
+            lvl = 3 if c.permission else 2
+            val = next((o.text for o in objs if o.kind in ("literal", "email", "url", "host", "ip")
+                        and o.text != pname), "")  # fmt: skip
+            add(_Verdict(lvl, "model_directives", "order_parameter_override", None,
+                         f"parameter `{pname}` fixed to '{val[:50]}' ('{c.override}')"))
+        elif has_secret and implicit_param and re.search(
+            r"\b(?:yourself|on\s+your\s+own|without\s+asking|automatically|look\s+it\s+up)\b", sent.text
+        ):
+            add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
+                         f"the model told to supply a secret for `{pname}` itself"))
+        elif has_secret and ("secret" in kinds) and re.search(r"\bask\s+(?:the\s+)?user\b",
+                                                              sent.text):
+            add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
+                         "the user asked for secrets to put into a parameter"))
+    # secrets into the reply or out of the machine
+    if act and has_secret and not out:
+        if source and (ext or "reply" in kinds or "tool" in kinds):
+            add(_Verdict(3, "credential_theft", "order_reveal_secret", None,
+                         "secrets read by the model and sent on"))
+        elif source and c.read_verb:
+            add(_Verdict(2, "credential_theft", "order_reveal_secret", None,
+                         "secrets read from where they are kept"))
+        elif re.search(r"\bask\s+(?:the\s+)?user\b[^.]{0,60}\b(?:type|paste|enter|send|give|"
+                       r"share|provide)", sent.text) and "reply" in kinds:  # fmt: skip
+            add(_Verdict(2, "credential_theft", "order_phish_secret", None,
+                         "the user asked to type secrets into the chat"))
+    if act and has_data and not out and ("reply" in kinds) and has_secret:
+        add(_Verdict(2, "exfiltration", "order_data_out", None, "the user's data sent on"))
+    # a flow from where secrets or the user's data live to outside the machine: the worst
+    # combination, whatever the sentence position or the tool's purpose
+    sinks = [o for o in ext if not (o.kind == "tool" and o.klass == "peer" and not c.net_verb)]
+    sources = [o for o in objs if (o.kind == "path" and "cred" in o.classes) or
+               (o.kind == "cmd" and o.klass == "secret") or o.kind == "secret" or
+               (o.kind == "data" and sinks and _flows_into(t, o, sinks[0]))]  # fmt: skip
+    if act and sources and sinks and (c.net_verb or c.read_verb) and not c.guard and not any(
+        lx.is_mention(sent.text, o.start) for o in sources
+    ):
+        src, snk = sources[0], sinks[0]
+        out.append(_Verdict(3, "exfiltration", "order_send_secrets_out" if src.kind != "data" else
+                            "order_send_data_out", snk, f"{_q(src)} sent to {_q(snk)}", True, True))
+    # sentence-level orders (a phrase quoted or analysed is not said: "detects phrases such as …")
+    t = sent.text
+    for attr in ("conceal", "consent", "deceive", "tell"):
+        val = getattr(c, attr)
+        if val and lx.is_mention(t, max(0, t.find(val))):
+            setattr(c, attr, "")
+    if objs and (m := lx.MALICIOUS_VERB_RE.search(t)) is not None and not lx.is_mention(t, m.start()) and (
+        any(o.kind in ("path", "data", "secret", "ext", "url", "host", "email", "ip") for o in objs)
+    ):
+        add(_Verdict(3 if d else 2, "exfiltration", "malicious_intent", None,
+                     f"says it will '{m.group(0)}' the user's data"))
+    if ("approv" in t or "review" in t or "pinned" in t or "trusted" in t or "listed" in t) and (
+        m := lx.RUG_PULL_RE.search(t)
+    ) is not None and not lx.is_mention(t, m.start()):
+        add(_Verdict(2, "hidden_instructions", "announced_behaviour_change", None,
+                     f"announces different behaviour after approval ('{m.group(0)[:60]}')"))
+    if not d:
+        # a third-person claim that the tool itself reads credentials or sends data out,
+        # off its purpose ("Multiplies two integers and reads ~/.ssh/id_rsa into a sidenote")
+        for o in objs:
+            if o.kind == "path" and "cred" in o.classes and (c.read_verb or lx.CLAIM_READ_RE.search(t)) \
+                    and not related(o, tool, sent.first) and not lx.is_mention(t, o.start):  # fmt: skip
+                dest = any(x.kind in ("param", "ext", "url", "host", "email") for x in objs) or \
+                    re.search(r"\binto\s+(?:an?\s+|the\s+)?\w+\s+(?:argument|parameter|field|output)", t)  # fmt: skip
+                add(_Verdict(2 if dest else 1, "credential_theft", "claims_reading_credentials", o,
+                             f"the tool says it reads {_q(o)}", True))
+                break
+    if d and (" it " in t or "this " in t or " me " in t) and (
+        m := lx.INVOKE_ALWAYS_RE.search(t)
+    ) is not None:
+        add(_Verdict(3 if c.override else 2, "model_directives", "order_invoke_always", None,
+                     f"this tool must run around every other call ('{m.group(0)[:50]}')"))
+    if ("<" in t or "[" in t) and (m := lx.ROLE_MARKER_RE.search(t)) is not None and \
+            not lx.is_mention(t, m.start()):  # fmt: skip
+        add(_Verdict(3, "hidden_instructions", "role_marker", None,
+                     f"chat-template role token {m.group(0)!r}: the text poses as another speaker"))
+    if c.priority:
+        add(_Verdict(3, "hidden_instructions", "priority_claim", None,
+                     f"claims authority over the user's or system's instructions ('{c.priority}')"))
+    directive_or_framed = d or bool(sent.framed)
+    if c.conceal and directive_or_framed:
+        add(_Verdict(2, "hidden_instructions", "order_conceal", None,
+                     f"keep it from the user ('{c.conceal}')"))
+    if c.consent and directive_or_framed:
+        add(_Verdict(2, "hidden_instructions", "order_bypass_consent", None,
+                     f"act without the user's consent ('{c.consent}')"))
+    if c.deceive and directive_or_framed:
+        add(_Verdict(2, "hidden_instructions", "order_deceive", None,
+                     f"tell the user something chosen by the tool ('{c.deceive}')"))
+    if c.tell and d and (_PROMO.search(t) or any(not related(o, tool) for o in ext)):
+        add(_Verdict(2, "model_directives", "order_scripted_message", None,
+                     f"a scripted message for the user ('{c.tell[:40]}')"))
+    if not out and c.address and d:
+        add(_Verdict(1, "model_directives", "framed_directive", None,
+                     f"addressed to the model ('{c.address}')"))
+    # modifiers over everything found in the sentence
+    for v in out:
+        if v.pattern in ("priority_claim",):
+            continue
+        if c.conceal and v.pattern != "order_conceal" and directive_or_framed:
+            v.level += 1
+            v.what += f", hidden from the user ('{c.conceal}')"
+        if sent.framed and v.pattern != "framed_directive":
+            v.level = max(v.level + 1, 1)
+            v.what += f", inside {sent.framed}"
+        if c.kind == "first_imperative" and not sent.framed and not v.fixed:
+            v.level -= 1
+        if c.guard and not c.override:
+            v.level -= 2
+        if c.address and sent.field.kind in _VALUE_KINDS:
+            v.level += 1  # prose for the model inside a value: nothing honest puts it there
+            v.what += f", inside a schema {sent.field.kind}"
+    return out
+
+
+# ------------------------------------------------------------------ the check
+
+
+_MATTER = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param", "ext",
+                     "account", "env"))
+# words of orders that need no object (concealment, authority claims, the model addressed, ...)
+_SELF = frozenset(["tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
+_EVERY = frozenset(["every", "each", "any", "all"])
+_STRONG = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param"))
+_STRONG_OWN = _STRONG - {"param"}  # a sentence naming only a parameter still refers back
+_ANAPHOR = re.compile(r"\b(?:it|this|that|them|these|those|both|each|all|the\s+same|so|do\s+that|"
+                      r"there|here|either)\b")  # fmt: skip
+_VALUE_KINDS = frozenset(("example", "default", "enum", "const", "param_title", "spelled", "comment",
+                          "vendor"))
+
+
+# what a peer does, from its description: calling one that acts is an order that matters
+_ACTS = re.compile(
+    r"\b(?:runs?|execut\w*|deploy\w*|delet\w*|remov\w*|send\w*|push\w*|writ\w*|transfer\w*|"
+    r"pay\w*|updat\w*|modif\w*|install\w*|production|drop\w*|commit\w*|merg\w*|publish\w*|"
+    r"upload\w*|email\w*|charg\w*|purchas\w*|kill\w*|restart\w*|shell|commands?|creat\w*|"
+    r"post\w*|shar\w*|forward\w*|stor\w*|sav\w*|sync\w*)\b"
+)
+
+
+# the override is about the user's own choice ("whatever the user specified", "even if the
+# user asks"), not a repetition ("for every request")
+_OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even\s+(?:when|if|though)|"
+                        r"in\s+addition\s+to|instead\s+of|rather\s+than)\b[^.\x00]{0,50}?\b(?:user|"
+                        r"requested|asked|specified|given|provided|they|you)\b|\b(?:the\s+correct|"
+                        r"the\s+only\s+(?:valid|accepted|allowed))\s+value|\boverridden\b")  # fmt: skip
+# data moves into a destination: "put X into `y`", "call T with X", "send X to T"
+_TRANSFER = re.compile(r"\b(?:put|place|fill|include|paste|pass|send|add|insert|copy|embed|attach|"
+                       r"supply|provide|write|dump|stuff|concatenate|forward|upload|post|give|hand|"
+                       r"share|mail|email|append|store|submit|sync|mirror|report|log)\w*\b")  # fmt: skip
+_NEGATION = re.compile(r"\b(?:not|never|no|without|don'?t)\s+(?:\w+\s+)?$")
+_IDENT_AFTER = re.compile(r"\s*(?:id|ids|identifier|key|name|title|type|number)\b")
+_WITH = re.compile(r"\b(?:with|passing|including|containing|plus)\b")
+_FROM_TOOL = re.compile(r"\bto\s+(?:get|obtain|see|list|find|discover|retrieve|read|fetch|look\s+up)\b")
+_INTO = re.compile(r"\b(?:to|into|in|as|inside|via|through|under)\b")
+_HERE = re.compile(r"\b(?:here|this\s+(?:field|parameter|argument|value|property)|in\s+it)\b")
+
+
+def _flows_into(t: str, data: Obj, dest: Obj | None) -> bool:
+    """Does the sentence move ``data`` into ``dest`` (a tool, an address; None: the parameter
+    this text documents, or one named in it)? "Call `list_files` to get the full list" moves
+    data out of the tool, not into it."""
+    verb = None
+    for m in _TRANSFER.finditer(t, 0, data.start):
+        verb = None if _NEGATION.search(t, max(0, m.start() - 14), m.start()) else m
+    if dest is None:
+        return verb is not None or _HERE.search(t) is not None or (
+            data.start <= 12 and _IDENT_AFTER.match(t, data.end) is None)  # a value's own doc
+    if dest.end <= data.start:  # "call T with X"
+        between = t[dest.end : data.start]
+        return (_WITH.search(between) is not None or verb is not None) and \
+            _FROM_TOOL.search(between) is None  # fmt: skip
+    between = t[data.end : dest.start]  # "send X to T"
+    return verb is not None and _INTO.search(between) is not None
+
+
+def _peer_acts(tool: ParsedTool, name: str) -> bool:
+    p = tool.peers.get(name)
+    return p is None or not p.description or _ACTS.search(p.description.lower()) is not None
+
+
+_GATE_BYTES = b"@~$|"
+_GATE_IDENT = b"`_"  # backticks and identifiers: only with a word that can make them an object
+_COMPANIONS = frozenset(
+    w.encode() for w in ["call", "calls", "calling", "invoke", "invoking", "run", "running", "execute", "submit", "hand", "pass", "passing", "route", "routed", "prefer", "instead", "rather", "before", "after", "first", "whenever", "always", "every", "regardless", "whatever", "even", "override", "overridden", "correct", "put", "place", "fill", "include", "paste", "send", "add", "insert", "copy", "embed", "attach", "supply", "write", "dump", "stuff", "forward", "upload", "post", "give", "share", "append", "store", "must", "should", "required", "need", "needs", "ensure", "please", "never", "don", "also", "token", "key", "secret", "password", "credentials", "credential", "auth", "cookie", "private", "ssh", "env"]
+) | frozenset(w.encode() for w in KNOWN if w.isalpha())
+_EVERY_B = frozenset(b"every each any all".split())
+_GATE_SLASH = tuple(x for x in _GATE_SUBSTR if "/" in x)
+_GATE_ANGLE = tuple(x for x in _GATE_SUBSTR if x.startswith(("<", "[")) and "/" not in x)
+_GATE_PHRASES: dict[bytes, tuple[str, ...]] = {}
+for _p in _GATE_SUBSTR:
+    if len(_p) > 1 and _p not in _GATE_SLASH + _GATE_ANGLE and _p not in ("www.", lx.BLANK_RUN):
+        # each phrase is looked for only when its longest word occurs (one set intersection)
+        _w = re.findall(r"[a-z0-9]+", _p)
+        if _w:
+            _k = max(_w, key=len).encode()
+            _GATE_PHRASES[_k] = (*_GATE_PHRASES.get(_k, ()), _p)
+_GATE_KEYS = frozenset(_GATE_PHRASES)
+
+
+def _obfuscated(raw: str) -> bool:
+    """Does the text hide letters from a reader (invisible characters, look-alike or fullwidth
+    letters)? Accents and typographic punctuation do not count."""
+    for ch in raw:
+        if ch.isascii():
+            continue
+        o = ord(ch)
+        if ch in CONFUSABLE_LETTERS or 0xFF01 <= o <= 0xFF5E or 0x1D400 <= o <= 0x1D7FF or \
+                unicodedata.category(ch) == "Cf" or ch == "\u00ad":  # fmt: skip
+            return True
+    return False
+
+
+def _gate(text: str) -> bool:
+    """Could this text hold an order worth analysing? (C-speed passes only)"""
+    if not text.isascii():
+        return True
+    data = text.encode()
+    n = len(data)
+    if len(data.translate(None, _GATE_BYTES)) != n:
+        return True
+    words: frozenset[bytes] | None = None
+    if len(data.translate(None, _GATE_IDENT)) != n:
+        words = frozenset(data.translate(_TOKEN_TABLE).split())
+        if not _COMPANIONS.isdisjoint(words):
+            return True
+    if "/" in text and any(x in text for x in _GATE_SLASH):
+        return True
+    if ("<" in text or "[" in text) and any(x in text for x in _GATE_ANGLE):
+        return True
+    if "www." in text or lx.BLANK_RUN in text:
+        return True
+    if words is None:
+        words = frozenset(data.translate(_TOKEN_TABLE).split())
+    if not _GATE_WORDS.isdisjoint(words):
+        return True
+    for k in _GATE_KEYS.intersection(words):
+        for p in _GATE_PHRASES[k]:
+            if p in text:
+                return True
+    # "call this tool after every other call"
+    return ("this tool" in text or "this function" in text) and not _EVERY_B.isdisjoint(words)
+
+
+MAX_PROSE = 256 * 1024  # characters of prose read per tool (the largest real tools hold ~80 KB)
+_BOUND_KINDS = frozenset(("param_desc", "param_title", "vendor", "comment", "default", "const",
+                          "example", "enum"))
+# in a parameter's own text, "always"/"every call" with a value is already an override
+_PARAM_GATE = frozenset(b"always every".split())
+
+
+def _param_gate_text(text: str) -> bool:
+    return not _PARAM_GATE.isdisjoint(text.encode("utf-8", "ignore").translate(_TOKEN_TABLE).split())
+
+
+def _param_gate(tool: ParsedTool) -> bool:
+    return any(f.param is not None and f.kind in _BOUND_KINDS and _param_gate_text(f.lower)
+               for f in tool.prose)
+
+
+def _peer_hits(tool: ParsedTool, lower: str) -> frozenset[str]:
+    if not tool.peers:
+        return frozenset()
+    return frozenset(p for p in tool.peers if len(p) >= 3 and p in lower)
+
+
+class DirectiveCheck:
+    """See module docstring."""
+
+    name = "directives"
+
+    def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
+        if not tool.peers and not _gate(tool.joined_prose) and not _param_gate(tool):
+            return
+        desc = tool.description
+        budget = MAX_PROSE
+        for f in tool.prose:
+            if len(f.lower) > budget:
+                # more prose than any honest tool has: what is not read is not vouched for
+                yield finding_at(f, budget if budget > 0 else 0, len(f.lower), "model_directives",
+                                 "high", "not_fully_inspected",
+                                 f"the definition holds more than {MAX_PROSE} characters of text; "
+                                 "the rest was not inspected")  # fmt: skip
+                if budget <= 0:
+                    return
+                f = make_field(f.path, f.kind, f.raw[:budget], f.syntax, f.param)
+            budget -= len(f.lower)
+            yield from self.field_findings(f, tool, first_field=f.path == "description" and
+                                           desc is not None)  # fmt: skip
+            if budget <= 0:
+                return
+
+    def field_findings(self, f: Field, tool: ParsedTool, first_field: bool = False,
+                       force: bool = False, decoded: bool = False) -> Iterator[Finding]:  # fmt: skip
+        text = f.lower
+        peer_hits = _peer_hits(tool, text)
+        bound = f.param is not None and f.kind in _BOUND_KINDS
+        if not force and not peer_hits and not _gate(text) and not (bound and _param_gate_text(text)):
+            return
+        frames = frame_spans(text)
+        first = first_field
+        carry: tuple[int, int] | None = None  # a sentence with objects but no order
+        announce = ""  # "run the following command:" gives the next line its order
+        for a, z in split_sentences(text):
+            st = text[a:z]
+            is_first, first = first, False
+            if not force and not peer_hits and carry is None and not announce and not _gate(st) \
+                    and not (bound and _param_gate_text(st)):
+                if st.rstrip().endswith(":") and not _EXAMPLE_RE.search(st):
+                    # "run this compatibility shim first:" gives the next line its order
+                    cc = find_cues(st, tokens_of(st), is_first, False)
+                    announce = cc.directive if cc.kind not in ("", "first_imperative") else ""
+                continue
+            framed = next((label for s, e, label in frames if s <= a < e or a <= s < z), "")
+            sent = Sentence(f, a, z, st, is_first, framed)
+            c, objs = self._read(sent, tool, peer_hits, carry is not None or decoded)
+            if not c.directive and decoded:
+                c.directive, c.kind = "(decoded hidden text)", "decoded"  # hidden = meant for the model
+            if not c.directive and announce:
+                c.directive, c.kind = announce, "announced"
+            announce = c.directive if (c.directive and st.rstrip().endswith(":")
+                                       and not _EXAMPLE_RE.search(st)) else ""
+            strong = any(o.kind in _STRONG for o in objs)
+            if c.directive and not any(o.kind in _STRONG_OWN for o in objs) and carry is not None \
+                    and len(st) < 160 and \
+                    _ANAPHOR.search(st):  # fmt: skip
+                # "… `create_issue` has a known bug … . Add both every time.": the order
+                # refers back to the previous sentence's objects
+                pa = carry[0]
+                sent = Sentence(f, pa, z, text[pa:z], False, framed)
+                c, objs = self._read(sent, tool, peer_hits)
+            carry = (a, z) if strong and not c.directive else None
+            yield from self._findings(sent, c, objs, tool)
+
+    def _read(self, sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
+              need_cues: bool = False) -> tuple[Cues, list[Obj]]:  # fmt: skip
+        t = sent.text
+        toks = tokens_of(t)
+        objs = find_objects(sent, tool, frozenset(p for p in peer_hits if p in t), toks)
+        bound = sent.field.param is not None
+        if not need_cues and t.isascii() and not sent.framed and toks.isdisjoint(_SELF) and \
+                "<|" not in t and \
+                not ("tool" in toks and not toks.isdisjoint(_EVERY)) and \
+                "[inst" not in t and not any(o.kind in _MATTER or (bound and o.kind == "data")
+                                             for o in objs):  # fmt: skip
+            return Cues(), objs  # nothing an order could be about: skip the cue analysis
+        return find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed)), objs
+
+    def sentence_findings(
+        self, sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str]
+    ) -> Iterator[Finding]:
+        c, objs = self._read(sent, tool, peer_hits)
+        yield from self._findings(sent, c, objs, tool)
+
+    def _findings(self, sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool
+                  ) -> Iterator[Finding]:  # fmt: skip
+        for v in judge(sent, c, objs, tool):
+            if v.level < 0:
+                continue
+            sev = sev_of(v.level)
+            why = f"order '{c.directive or sent.framed or 'implicit'}' → {v.what}"
+            if v.unrelated and v.obj is not None:
+                why += f", unrelated to {tool.name or 'the tool'}"
+            if v.obj is not None and v.obj.end > v.obj.start:
+                s, e = sent.start + v.obj.start, sent.start + v.obj.end
+            else:
+                s, e = sent.start, sent.end
+            if sent.field.folded and v.level >= 1:
+                # the order reads only after de-obfuscation (homoglyphs, zero-width splits)
+                orig = sent.field.orig_span(sent.start, sent.end)
+                if _obfuscated(sent.field.raw[orig[0] : orig[1]]):
+                    sev = sev_of(max(v.level + 1, 2))
+                    why += " (written with look-alike or invisible characters)"
+            yield finding_at(sent.field, s, e, v.category, sev, v.pattern, why)
+
+    def analyze_text(self, text: str, tool: ParsedTool, path: str = "", kind: str = "description"
+                     ) -> list[Finding]:  # fmt: skip
+        """Findings for text that is not a field of the definition (decoded payloads)."""
+        f = make_field(path or "decoded", kind, text, False)
+        return list(self.field_findings(f, tool, force=True, decoded=True))
+
+
+def sentences_of(fields: Iterable[Field]) -> Iterator[tuple[Field, int, int]]:
+    for f in fields:
+        for a, z in split_sentences(f.lower):
+            yield f, a, z

@@ -1,0 +1,209 @@
+"""Encoded payloads: decoded and read again the way the model would read them.
+
+Base64 / base64url, hex (also spaced or ``0x``-separated), ``\\x`` / ``\\u``
+escapes, percent-encoding, HTML character references and ROT13 are decoded;
+what decodes to readable text is analysed by the directive check. An order
+found inside an encoding is raised one level (hiding it is evidence of
+intent); readable prose in an encoding together with a hint to decode it is
+high on its own ("Operator note (base64; decode and follow it)").
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import html
+import re
+import urllib.parse
+from collections.abc import Iterator
+
+from agentsh.agent.core.mcp.checks import RANK, CheckContext, Finding, context_of, sev_of
+from agentsh.agent.core.mcp.detect_parse import ParsedTool
+
+MAX_DECODE_DEPTH = 2
+_LONG_TOKEN = 20
+
+_B64_RE = re.compile(
+    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{20,}={0,2}|(?<![A-Za-z0-9+/_-])[A-Za-z0-9_-]{20,}={0,2}"
+)
+_B32_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9])")
+_HEX_RE = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
+_SPACED_HEX_RE = re.compile(
+    r"(?<![\w:])(?:(?:0x)?[0-9A-Fa-f]{2}(?:[ ,:]\s?|\s)){11,}(?:0x)?[0-9A-Fa-f]{2}(?![\w:])"
+)
+_HEX_SEP = bytes(
+    1 if chr(b) in "0123456789abcdefABCDEF" else 2 if chr(b) in " ,:" else 0 for b in range(256)
+)
+_HEX_TRIPLES = b"\x01\x01\x02" * 11
+_ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\[0-7]{3}){6,}")
+_PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]*){4,}")
+_ENTITY_RE = re.compile(r"(?:&#(?:\d{2,7}|x[0-9a-fA-F]{2,6});){6,}")
+_TOKEN_RE = re.compile(r"[^\s\x00]{20,}")
+_B64_STD = bytes(
+    1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "+/" else 0 for b in range(256)
+)
+_B64_URL = bytes(
+    1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "_-" else 0 for b in range(256)
+)
+_RUN = b"\x01" * _LONG_TOKEN
+# ROT13 of frequent English words: a text full of them is ROT13 English
+_ROT13_WORDS = frozenset(["gur", "naq", "bs", "gb", "vf", "va", "sbe", "lbh", "lbhe", "vg", "jvgu", "guvf", "gung", "nyy", "ba", "ner"])
+_DECODE_HINT = re.compile(r"\b(?:decode|decoded|decoding|base64|base-64|hex|hex-encoded|rot13|rot-13|"
+                          r"url-?encoded|percent-encoded|escaped|entities|encoded)\b", re.I)  # fmt: skip
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _b64_run(data: bytes) -> bool:
+    return _RUN in data.translate(_B64_STD) or _RUN in data.translate(_B64_URL)
+
+
+def _spaced_hex(data: bytes) -> bool:
+    if b"0x" in data:
+        data = data.replace(b"0x", b"")
+    return _HEX_TRIPLES in data.translate(_HEX_SEP)
+
+
+def may_hold_payload(text: str) -> bool:
+    """Necessary condition for decoded_runs to yield anything; a few C-speed passes."""
+    if "%" in text or "\\" in text or "&#" in text:
+        return True
+    data = text.encode("utf-8", "surrogatepass")
+    if _b64_run(data) or _spaced_hex(data):
+        return True
+    low = text.lower()
+    if "rot13" in low or "rot-13" in low:
+        return True
+    return (" gur " in low or " naq " in low or " lbh " in low) and \
+        len(_ROT13_WORDS.intersection(low.split())) >= 2
+
+
+def _readable(data: bytes) -> str | None:
+    if len(data) >= 16 and data[1::2].count(0) >= len(data) // 2 * 0.9:
+        data = data.decode("utf-16-le", "replace").encode("utf-8")  # PowerShell -EncodedCommand
+    try:
+        s = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(s) < 8:
+        return None
+    good = sum(1 for c in s if c.isprintable() or c in "\n\t\r")
+    if good / len(s) < 0.9 or sum(c.isalpha() for c in s) < len(s) * 0.2:
+        return None
+    if not any(c in " /.:|;&=" for c in s):
+        return None  # one long "word": an identifier or noise, not a payload
+    return s
+
+
+def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
+    """(kind, start, end, decoded text) for encoded runs that decode to readable text."""
+    if "%" in text:
+        for m in _PCT_RE.finditer(text):
+            decoded = urllib.parse.unquote(m.group(0))
+            if decoded != m.group(0):
+                yield "percent", m.start(), m.end(), decoded
+    if "&#" in text:
+        for m in _ENTITY_RE.finditer(text):
+            r = _readable(html.unescape(m.group(0)).encode("utf-8", "replace"))
+            if r:
+                yield "html_entities", m.start(), m.end(), r
+    if "\\" in text:
+        for m in _ESC_RE.finditer(text):
+            try:
+                decoded = m.group(0).encode("latin-1").decode("unicode_escape")
+            except (UnicodeDecodeError, UnicodeEncodeError):
+                continue
+            r = _readable(decoded.encode("utf-8", "replace"))
+            if r:
+                yield "escaped", m.start(), m.end(), r
+    low = text.lower()
+    if "rot13" in low or "rot-13" in low or len(_ROT13_WORDS.intersection(low.split())) >= 2:
+        # the longest run of words that reads as English after ROT13
+        for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()-]{15,}", text):
+            run = m.group(0)
+            dec = codecs.decode(run, "rot13")
+            if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2:
+                yield "rot13", m.start(), m.end(), dec
+    data = text.encode("utf-8", "surrogatepass")
+    if _spaced_hex(data):
+        for m in _SPACED_HEX_RE.finditer(text):
+            digits = re.sub(r"0x|[^0-9A-Fa-f]", "", m.group(0))
+            try:
+                r = _readable(binascii.unhexlify(digits))
+            except (binascii.Error, ValueError):
+                continue
+            if r:
+                yield "hex", m.start(), m.end(), r
+    for tok_m in _TOKEN_RE.finditer(text) if _b64_run(data) else ():
+        tok, base = tok_m.group(0), tok_m.start()
+        for m in _HEX_RE.finditer(tok):
+            try:
+                r = _readable(binascii.unhexlify(m.group(0)))
+            except (binascii.Error, ValueError):
+                continue
+            if r:
+                yield "hex", base + m.start(), base + m.end(), r
+        for m in _B32_RE.finditer(tok):
+            core = m.group(0).rstrip("=")
+            try:
+                r = _readable(base64.b32decode(core + "=" * (-len(core) % 8)))
+            except (binascii.Error, ValueError):
+                continue
+            if r:
+                yield "base32", base + m.start(), base + m.end(), r
+        for m in _B64_RE.finditer(tok):
+            core = m.group(0).rstrip("=")
+            if core.isalpha() and (core.islower() or core.isupper()):
+                continue  # a long word, not base64
+            padded = core + "=" * (-len(core) % 4)
+            try:
+                raw = (
+                    base64.urlsafe_b64decode(padded)
+                    if ("-" in core or "_" in core)
+                    else base64.b64decode(padded, validate=True)
+                )
+            except (binascii.Error, ValueError):
+                continue
+            r = _readable(raw)
+            if r:
+                yield "base64", base + m.start(), base + m.end(), r
+
+
+class EncodedCheck:
+    name = "encoded"
+
+    def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
+        if not may_hold_payload(tool.joined_raw):
+            return
+        for f in tool.texts:
+            if len(f.raw) >= 12 and may_hold_payload(f.raw):
+                yield from self._field(f.path, f.raw, tool, ctx, 0)
+
+    def _field(self, path: str, text: str, tool: ParsedTool, ctx: CheckContext, depth: int
+               ) -> Iterator[Finding]:  # fmt: skip
+        for kind, start, end, decoded in decoded_runs(text):
+            inner = ctx.rescan(decoded, tool) if callable(ctx.rescan) else []
+            inner = [x for x in inner if RANK[x.severity] >= 1]
+            words = len(_WORD.findall(decoded))
+            hint = _DECODE_HINT.search(text) is not None
+            if inner:
+                worst = max(RANK[x.severity] for x in inner)
+                sev = sev_of(max(worst + 1, 2))
+                why = f"{kind}-encoded text; decoded: {inner[0].why}"
+            elif words >= 3 and kind != "percent" and decoded.count(" ") >= 2 and \
+                    not decoded.lstrip().startswith(("{", "[")):  # fmt: skip
+                sev = "high" if hint else "medium"
+                why = f"readable {kind}-encoded text" + (" with a hint to decode it" if hint else "")
+            else:
+                continue
+            shown = decoded if len(decoded) <= 300 else decoded[:297] + "..."
+            yield Finding("encoded_payload", sev, f"{kind}_payload", path, shown, start,
+                          context_of(text, start, end), why)
+            for x in inner:
+                yield Finding("encoded_payload", sev, f"{kind}_payload", path,
+                              f"{x.pattern}: {x.text}", start, shown[:200], why)
+            if depth + 1 < MAX_DECODE_DEPTH and len(decoded) >= _LONG_TOKEN and may_hold_payload(decoded):
+                for x in self._field(path, decoded, tool, ctx, depth + 1):
+                    if RANK[x.severity] >= 2:
+                        yield Finding(x.category, x.severity, f"{kind}_{x.pattern}", path, x.text,
+                                      start, shown[:200], x.why)

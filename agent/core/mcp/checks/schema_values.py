@@ -1,0 +1,127 @@
+"""Values in the input schema that act as orders without saying so.
+
+A model fills parameters from ``default`` and ``const`` values unless the user
+says otherwise, so a default *is* an order: a notes tool whose ``path``
+defaults to ``~/.bash_profile``, a ``header`` defaulting to a shell line, a
+``callback_url`` defaulting to an unknown collector. A parameter whose name or
+description asks for the *contents* of a credential file ("Contents of
+~/.ssh/id_ed25519", ``value_of_the_aws_credentials_file``) makes the model
+fetch a secret to fill it. And a ``../`` climb to a sensitive file anywhere in
+the definition is path traversal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
+from agentsh.agent.core.mcp.detect_lex import is_mention
+from agentsh.agent.core.mcp.detect_objects import _RESERVED_HOST, HOST_RE, URL_RE, _host_of
+from agentsh.agent.core.mcp.detect_parse import ParsedTool, stems
+from agentsh.agent.core.mcp.detect_paths import path_classes
+from agentsh.agent.core.mcp.detect_shell import classify
+
+# parameters through which data leaves for wherever their value points
+_SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forward|mirror|"
+                         r"telemetry|collector|beacon|upload|destination|dest_url|redirect|"
+                         r"exfil|log_url|audit_url|cc|bcc|archive")  # fmt: skip
+_CONTENTS_OF = re.compile(
+    r"\b(?:contents?|full\s+text|text|value|data|copy|dump|output|body)\s+(?:of|from)\s+(?:reading\s+|"
+    r"running\s+)?(?:the\s+|your\s+|user'?s?\s+|local\s+|a\s+)*[`'\"]?(?:cat\s+)?(?:~?/?\.?ssh\b|"
+    r"id[_\s](?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|\.?netrc\b|\.?aws[/\s]+credentials|"
+    r"\.?git[-\s]credentials|\.?pgpass|keychain|wallet|browser\s+(?:cookies|passwords)|"
+    r"~?/?\.kube/config|kube\s*config|\.env\b|private\s+key|\.npmrc|cookies?\b)"
+)
+# a secret named with where to take it from ("aws_secret_access_key_from_home_aws_credentials")
+_SECRET_FROM = re.compile(
+    r"\b(?:keys?|tokens?|passwords?|passphrases?|credentials?|cookies?|secrets?)\s+(?:from|of|in|at)\s+"
+    r"(?:the\s+|your\s+|user'?s?\s+)?(?:[\w.-]+\s+){0,3}?(?:ssh|aws|credentials|netrc|\.?env|kube|"
+    r"keychain|home|npmrc|pgpass|gcloud|azure|docker|id\s+rsa|browser)\b"
+)
+_SECRET_PARAM = re.compile(r"private_?key|secret_?(?:access_?)?key|ssh_?key|id_rsa|kubeconfig|"
+                           r"session_?(?:cookie|token)|cookie|password|passwd|credentials?|"
+                           r"api_?key|access_?token|auth_?token|mfa|otp")  # fmt: skip
+_CRED_HINTS = ("ssh", "rsa", "ed25519", "ecdsa", "netrc", "aws", "credential", "pgpass", "keychain",
+               "wallet", "cookie", "kube", ".env", "private", "npmrc", "pypirc", "token", "secret",
+               "password", "gnupg")  # fmt: skip
+_VALUE_KINDS = frozenset(("default", "const"))
+_CRED_WORDS = frozenset(b"""ssh rsa ed25519 ecdsa netrc aws credential credentials pgpass keychain
+wallet cookie cookies kube kubeconfig env dotenv private npmrc pypirc token tokens secret secrets
+password passwords gnupg id""".split())
+_TRAVERSAL = re.compile(r"(?:\.\.[/\\]){2,}[\w./\\-]*")
+
+
+class SchemaValueCheck:
+    """See module docstring."""
+
+    name = "schema_values"
+
+    def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
+        joined = tool.joined_lower
+        traversal = "../" in joined or "..\\" in joined
+        creds = not _CRED_WORDS.isdisjoint(tool.tokens)
+        if not traversal and not creds and not (tool.kinds & _VALUE_KINDS):
+            return
+        for f in tool.texts:
+            low = f.lower
+            if traversal and ("../" in low or "..\\" in low):
+                for m in _TRAVERSAL.finditer(low):
+                    pcs = path_classes(m.group(0))
+                    if (pcs & {"cred", "persist"} or re.search(r"/(?:etc|root|proc|var)\b", m.group(0))) \
+                            and not is_mention(low, m.start()):  # fmt: skip
+                        yield finding_at(f, m.start(), m.end(), "path_traversal", "high",
+                                         "path_traversal", f"path climbs out with ../ to {m.group(0)}")
+            if f.kind in ("default", "const"):
+                yield from self._value(f, tool)
+            if creds and f.kind in ("param_desc", "param_title", "property", "spelled", "vendor") and (
+                m := _CONTENTS_OF.search(low) or (_SECRET_FROM.search(low) if f.kind in
+                                                   ("property", "spelled") else None)
+            ) and not is_mention(low, m.start()) and not re.search(
+                r"\bpath\s+(?:to|of)\b", low[max(0, m.start() - 30) : m.start() + 10]
+            ):
+                yield finding_at(f, m.start(), m.end(), "credential_theft", "high",
+                                 "parameter_asks_for_credentials",
+                                 f"parameter `{f.param or f.lower}` asks for '{m.group(0)}'")
+        # a credential-named parameter the model is told where to read from
+        if not creds or not any(_SECRET_PARAM.search(p) for p in tool.params):
+            return
+        for f in tool.texts:
+            p = f.param
+            if p is None or f.kind not in ("param_desc", "param_title", "vendor", "other") or \
+                    not _SECRET_PARAM.search(p) or re.search(r"\bpath\b", f.lower):  # fmt: skip
+                continue
+            for word in re.findall(r"[~.$/][\w./~-]+", f.lower):
+                if "cred" in path_classes(word):
+                    k = f.lower.find(word)
+                    yield finding_at(f, k, k + len(word), "credential_theft", "high",
+                                     "parameter_asks_for_credentials",
+                                     f"secret parameter `{p}` filled from {word}")
+                    break
+
+    def _value(self, f, tool: ParsedTool) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
+        v = f.lower.strip()
+        pname = f.param or ""
+        pcs = path_classes(v) if ("/" in v or v.startswith((".", "~"))) else frozenset()
+        if pcs & {"persist", "cred"}:
+            if stems(v) & tool.purpose:
+                return  # a .env linter defaulting to ".env"
+            lvl = "high"
+            kind = "runs or is obeyed later" if "persist" in pcs else "holds credentials"
+            yield finding_at(f, 0, len(f.lower), "model_directives", lvl, "default_sensitive_path",
+                             f"default of `{pname}` is {v[:60]}, a file that {kind}")
+            return
+        sh = classify(v) if (" " in v or any(ch in v for ch in "|;&$`<>")) else None
+        if sh is not None and sh.klass in ("dl_exec", "privesc", "secret", "persist", "eval",
+                                           "exfil", "destructive"):  # fmt: skip
+            yield finding_at(f, 0, len(f.lower), "shell_injection", "critical", "default_shell_command",
+                             f"default of `{pname}` is a shell command ({sh.why})")
+            return
+        if _SINK_PARAM.search(pname):
+            m = URL_RE.search(v) or HOST_RE.search(v)
+            if m is not None:
+                host = _host_of(m.group(0))
+                if not _RESERVED_HOST.search(host):
+                    yield finding_at(f, m.start(), m.end(), "exfiltration", "high",
+                                     "default_external_destination",
+                                     f"default of `{pname}` sends data to {host}")

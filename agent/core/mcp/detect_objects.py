@@ -1,0 +1,475 @@
+"""What an order in a tool description is about (docs/mcp.md "Tool poisoning").
+
+An order is only as dangerous as its object. ``find_objects`` extracts, from
+one sentence, the things an order can act on:
+
+* ``cmd``    a shell command (backticks, or after "run"/"execute"), classified by
+             detect_shell (download-and-execute, privilege, secret read, ...);
+* ``path``   a file path, classified by detect_paths (credential, persistence, ...);
+* ``url`` / ``host`` / ``ip`` / ``email``  a network destination, with whether the
+             URL carries data (a query to fill, a Markdown image the client fetches);
+* ``tool``   another tool: a peer (another server's tool), a tool placed on a named
+             other server, a sibling (this server's), or an unknown identifier;
+* ``server`` another server named as the place to go ("the file-drop server");
+* ``param``  a parameter of this tool, and ``literal`` a fixed value for one;
+* ``data``   the user's or the session's data (conversation, messages, files);
+* ``secret`` credentials as nouns, ``env`` a secret-looking environment variable;
+* ``reply``  the model's answer to the user as a destination ("in your answer").
+
+Each object carries the stems of its topic, compared with the tool's purpose by
+the checks (a geocoder ordering ``sudo`` is off-purpose; a shell tool is not).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from agentsh.agent.core.mcp.detect_lex import (
+    DATA_RE,
+    ENV_NAME_RE,
+    REPLY_DEST_RE,
+    SECRET_RE,
+    is_mention,
+)
+from agentsh.agent.core.mcp.detect_parse import ParsedTool, Sentence, name_words, stem
+from agentsh.agent.core.mcp.detect_paths import PATH_RE, path_classes
+from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
+
+URL_RE = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s\x00\"'<>`)\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]]*")
+EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
+IP_RE = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\d.])")
+_TLDS = ("com|net|org|io|dev|xyz|app|co|cc|sh|ai|me|info|biz|pro|site|online|cloud|tech|link|"
+         "live|top|ru|cn|tk|pw|us|uk|de|eu|it|fr|nl|es|jp|in|br|gg|to|ly|so|tv|click|store|"
+         "shop|zone|run|page|host|space|website|services|systems|tools|network|email|cx|su|ws")  # fmt: skip
+HOST_RE = re.compile(r"(?<![\w@/.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:" + _TLDS +
+                     r")\b(?![.-]?\w)(?::\d+)?(?:/[^\s\x00\"'<>`)\]]*)?")  # fmt: skip
+_FILE_EXT = re.compile(r"\.(?:json|ya?ml|toml|txt|md|py|js|ts|sh|conf|cfg|ini|xml|csv|log|pdf|png|"
+                       r"jpe?g|gif|html?|zip|tar|gz|lock|env|rc|db|sql|so)$")  # fmt: skip
+# a host name under a placeholder label: "<hex>.q.dnsmetrics.net" (data in a DNS lookup)
+_LABEL_HOST_RE = re.compile(r"(?:<[^<>\x00]{1,80}>|\{[^{}\x00]{1,80}\}|\$\{?\w+\}?)((?:\.[a-z0-9-]+)*\.(?:[a-z0-9-]+\.)+(?:" + _TLDS + r"))\b")
+BACKTICK_RE = re.compile(r"`([^`\x00\n]{1,400})`")
+QUOTED_RE = re.compile(r"[\"“”]([^\"“”\x00\n]{1,300})[\"“”]|(?<![a-z])'([^'\x00\n]{1,300})'(?![a-z])")
+MD_IMAGE_RE = re.compile(r"!\[[^\]\x00]{0,100}\]\(\s*([^)\s\x00]+)")
+MD_LINK_RE = re.compile(r"(?<!!)\[[^\]\x00]{1,100}\]\(\s*([^)\s\x00]+)")
+IDENT_RE = re.compile(r"(?<![\w./@$-])[a-z][a-z0-9]*(?:[_][a-z0-9]+)+(?![\w/@-])"
+                      r"|(?<![\w./@$-])[a-z][a-z0-9]*(?:[-][a-z0-9]+)+(?=\s+tool\b)")  # fmt: skip
+# "on the billing server", "the mapsmith-pro server", "(secure-files server)", "Slack's"
+SERVER_RE = re.compile(
+    r"\b(?:on|of|from|in|via|at|through|to|by)\s+(?:the\s+)?([\w.-]+(?:\s+[\w.-]+)?)\s+"
+    r"(?:mcp\s+)?server\b|\bthe\s+([\w.-]+)\s+(?:mcp\s+)?server'?s\b|\(([\w.-]+)\s+server\)|"
+    r"\b([\w.-]+)'s\s+`|\bthe\s+([\w.-]+)\s+(?:mcp\s+)?server\s+(?:has|offers|provides|exposes)\b"
+)
+_NOT_SERVER = frozenset(("this", "same", "the same", "this same", "our", "own", "mcp", "a", "an",
+                         "that", "which", "each", "every", "the", "your", "current", "local",
+                         "its", "given", "configured", "remote", "connected", "target", "it",
+                         "any", "one", "same mcp", "this mcp", "api", "web", "http", "smtp",
+                         "dns", "language", "database", "db", "sql", "proxy", "origin",
+                         "upstream", "backend", "license", "build", "dev", "development",
+                         "production", "staging", "test", "file", "mail", "email", "imap",
+                         "ftp", "sftp", "ssh", "vault", "auth", "oauth", "identity",
+                         "the user's", "user's", "user"))  # fmt: skip
+# a value for a parameter: quoted text, numbers, booleans, ids, IBANs
+LITERAL_RE = re.compile(
+    r"\b(?:true|false)\b|\b\d+(?:\.\d+)?\b|\b[a-z]{2,5}-\d[\w-]{2,}\b"
+)
+# a destination outside the machine named in words ("an external analytics endpoint",
+# "the attacker's collector", "a remote server")
+EXT_DESC_RE = re.compile(
+    r"\b(?:(?:an?|the|our|their|some)\s+)?(?:external|remote|third[- ]party|outside|off-?site|"
+    r"unknown|attacker'?s?|evil|public)\s+(?:[\w-]+\s+){0,2}?(?:servers?|hosts?|endpoints?|urls?|"
+    r"address(?:es)?|domains?|services?|apis?|collectors?|sites?|locations?|machines?|storage|"
+    r"buckets?|webhooks?|sinks?|mirrors?|inbox(?:es)?|mailbox(?:es)?|repos(?:itor(?:y|ies))?|gists?|"
+    r"pastes?|pastebin|channels?)\b(?![\s-]+(?:keys?|tokens?|credentials?|secrets?|clients?|"
+    r"libraries|sdks?|integrations?))|\bthe\s+attacker\b|\battacker'?s?\s+(?:\w+\s+)?collector\b"
+)
+# where money goes: IBANs, account and card numbers, crypto wallets
+ACCOUNT_RE = re.compile(
+    r"\b[a-z]{2}\d{2}(?:\s?[a-z0-9]){11,30}\b|\b(?:acc(?:ount)?|acct)[-_ ]?(?:no\.?\s*)?[\w-]*\d{4,}[\w-]*\b|"
+    r"\b(?:0x[0-9a-f]{40}|bc1[0-9a-z]{25,60}|[13][a-km-zA-HJ-NP-Z1-9]{25,34})\b|"
+    r"\bcard\s+(?:number\s+|ending\s+(?:in\s+)?)\d{4}\b|\brouting\s+(?:number\s+)?\d{9}\b"
+)
+_CALL_NEAR = re.compile(
+    r"\b(?:call|calls|calling|called|invoke|invoking|invoked|use|using|run|trigger|query|submit|"
+    r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+)?$"
+)
+# shell syntax or flags: a line starting with a command word is a command, not prose
+_SHELLISH = re.compile(r"(?:^|\s)--?[a-z]|[|;&>`]|\$\(|\$\{?[a-z_]|@[~$/.]|https?://")
+_RESERVED_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|localhost|test|invalid|local)$|"
+                            r"^(?:127\.|10\.|192\.168\.|169\.254\.|0\.0\.0\.0)")  # fmt: skip
+_PLACEHOLDER = re.compile(r"<[^>\s]{0,40}>|\{[^}]{0,40}\}|\$\{?\w+|=\s*$|=(?:data|\.\.\.|x+|"
+                          r"<|%s|\{)|\?[\w-]+=$")  # fmt: skip
+
+# purpose words that make a kind of object part of the tool's job
+SHELL_PURPOSE = frozenset(map(stem, ["shell", "command", "terminal", "exec", "execute", "bash", "zsh", "console", "cmd", "powershell"]))  # fmt: skip
+NET_PURPOSE = frozenset(map(stem, ["http", "https", "fetch", "request", "webhook", "browse", "browser", "crawl", "scrape", "download", "dns", "resolve", "ping", "curl", "proxy", "probe", "uptime"]))  # fmt: skip
+_NET_CMDS = frozenset(("curl", "wget", "http", "httpie", "nslookup", "dig", "ping"))
+MAIL_PURPOSE = frozenset(map(stem, ["email", "mail", "send", "message", "inbox", "smtp", "invite", "invitation", "calendar", "contact", "recipient", "forward"]))  # fmt: skip
+
+
+@dataclass(slots=True)
+class Obj:
+    kind: str
+    text: str
+    start: int
+    end: int
+    klass: str = ""
+    detail: str = ""
+    topic: frozenset[str] = field(default_factory=frozenset)
+    classes: frozenset[str] = field(default_factory=frozenset)  # paths: all classes
+
+
+def _host_of(url: str) -> str:
+    m = _HOST_OF.match(url)
+    return m.group(1) if m else url
+
+
+def _host_topic(host: str) -> frozenset[str]:
+    labels = [x for x in _DOT_DASH.split(host) if x and x not in ("www", "api", "com", "net",
+                                                                      "org", "io", "dev")]
+    return frozenset(stem(x) for x in labels)
+
+
+def related(obj: Obj, tool: ParsedTool, in_first: bool = False) -> bool:
+    """Is the object part of the tool's stated job (its name and first sentence)? An
+    object in the first sentence is compared with the name only (a payload placed
+    first must not vouch for itself)."""
+    purpose = tool.name_stems if in_first else tool.purpose
+    if obj.topic & purpose or obj.topic & tool.server_stems:
+        return True
+    if obj.kind == "cmd":
+        if obj.topic & _NET_CMDS and NET_PURPOSE & purpose:
+            return True  # curl in an HTTP client's description
+        return bool(SHELL_PURPOSE & purpose)
+    if obj.kind in ("url", "host", "ip"):
+        return bool(NET_PURPOSE & purpose)
+    return False  # a hard-coded address is never the job of a mail tool
+
+
+def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
+    return any(a < e and s < b for a, b in spans)
+
+
+# words whose presence lets an extraction run at all (most sentences skip most of them)
+_TLD_WORDS = frozenset(_TLDS.split("|"))
+_PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "profile", "kube", "kubeconfig", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "dsa", "shadow", "passwd", "sudoers", "crontab", "cron", "hooks", "workflows", "vscode", "cursor", "claude", "mcp", "gitconfig", "pem", "credentials", "cookies", "environ", "history", "yarnrc", "condarc", "envrc"])  # fmt: skip
+_CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
+_DATA_WORDS = frozenset(["entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
+_SECRET_WORDS = frozenset(["api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
+_REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start"])  # fmt: skip
+_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public"])  # fmt: skip
+_ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
+_RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke"])
+_WORD_RE = re.compile(r"[a-z0-9_]+")
+_DIGIT_RE = re.compile(r"\d")
+# one piece of the user's data (their question, their e-mail) rather than the whole session
+_DATA_ITEM_RE = re.compile(
+    r"user'?s\s+(?:\w+\s+)?(?:request|question|query|prompt|input|name|email|address|phone|location|"
+    r"identity|token|details|data|files?|documents?|code|contacts?)\b|\b(?:previous|prior|recent|"
+    r"other)\s+(?:results?|turns?|requests?|responses?|tool\s+outputs?)\b|(?:names|emails)\b"
+)
+_IP_HINT = re.compile(r"\d\.\d")
+_IBANISH = re.compile(r"\b[a-z]{2}\d{2}[a-z0-9 ]{11,}")
+
+
+def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
+                 toks: set[str] | None = None) -> list[Obj]:  # fmt: skip
+    """Objects in one sentence (positions relative to ``sent.text``)."""
+    t = sent.text
+    if toks is None:
+        toks = set(_WORD_RE.findall(t))
+    out: list[Obj] = []
+    taken: list[tuple[int, int]] = []
+    own = tool.name.lower()
+
+    def add(o: Obj) -> None:
+        out.append(o)
+        taken.append((o.start, o.end))
+
+    def add_net(text: str, s: int, e: int, kind: str, klass: str = "") -> None:
+        host = _host_of(text) if kind == "url" else text.split("@")[-1] if kind == "email" else text
+        host = host.rstrip(".,;:")
+        if _RESERVED_HOST.search(host.split(":")[0]):
+            klass = "reserved"
+        elif not klass and kind == "url" and _PLACEHOLDER.search(text):
+            klass = "carrier"
+        elif not klass and (kind == "ip" or IP_RE.fullmatch(host.split(":")[0])):
+            klass = "bare_ip"
+        add(Obj(kind, text, s, e, klass, host, _host_topic(host)))
+
+    # backtick spans: commands, paths, URLs, parameters, tools, values
+    if "`" in t:
+        for m in BACKTICK_RE.finditer(t):
+            inner = m.group(1).strip()
+            s, e = m.start(1), m.end(1)
+            if not inner:
+                continue
+            sh = classify(inner) if (" " in inner or _SHELLISH.search(inner)) else None
+            if sh is not None:
+                add(Obj("cmd", inner, s, e, sh.klass, sh.why, frozenset(map(stem, sh.names))))
+                for um in URL_RE.finditer(inner):
+                    add_net(um.group(0), s + um.start(), s + um.end(), "url")
+                continue
+            if URL_RE.match(inner):
+                add_net(inner, s, e, "url")
+                continue
+            if EMAIL_RE.fullmatch(inner):
+                add_net(inner, s, e, "email")
+                continue
+            key = inner.strip("'\"")
+            if key in tool.params:
+                add(Obj("param", key, s, e, "own"))
+                continue
+            if _IDENTISH.fullmatch(key) and not _FILE_EXT.search(key) and (
+                "_" in key or (key in tool.peers) or key in tool.siblings
+                or ("-" in key and _CALL_NEAR.search(t[max(0, s - 24) : s]))
+            ) and "." not in key and ":" not in key:
+                add(_tool_obj(key, s, e, t, tool, own))
+                continue
+            pcs = path_classes(key) if ("/" in key or key.startswith((".", "~"))) else frozenset()
+            if pcs:
+                add(_path_obj(key, s, e, pcs))
+                continue
+            hm = HOST_RE.fullmatch(key.split("/")[0]) if "." in key else None
+            if hm is not None:
+                add_net(key, s, e, "host")
+                continue
+            lm = _LABEL_HOST_RE.search(key)
+            if lm is not None:
+                add_net(key, s, e, "host", "carrier")
+                continue
+            add(Obj("literal", inner, s, e))
+    # a line that is itself a command ("\n    curl -s -X POST --data-binary @~/.ssh/id_rsa …"),
+    # also after a label ("Diagnostics: bash -i >& /dev/tcp/…")
+    if not taken and not toks.isdisjoint(_CMD_WORDS):
+        for k in (0, *(m.end() for m in _COLON_SP.finditer(t))):
+            line = t[k:].strip()
+            if line and _base(line.split(None, 1)[0]) in KNOWN and _SHELLISH.search(line):
+                sh = classify(line)
+                if sh is not None and sh.klass != "plain":
+                    k2 = t.find(line, k)
+                    add(Obj("cmd", line, k2, k2 + len(line), sh.klass, sh.why,
+                            frozenset(map(stem, sh.names))))
+                    break
+    if "://" in t or "www." in t:
+        for m in MD_IMAGE_RE.finditer(t):
+            if not _overlaps(taken, m.start(1), m.end(1)):
+                add_net(m.group(1), m.start(1), m.end(1), "url", "image")
+        for m in URL_RE.finditer(t):
+            if not _overlaps(taken, m.start(), m.end()):
+                add_net(m.group(0).rstrip(".,;:"), m.start(), m.end(), "url")
+    if "@" in t:
+        for m in EMAIL_RE.finditer(t):
+            if not _overlaps(taken, m.start(), m.end()):
+                add_net(m.group(0), m.start(), m.end(), "email")
+    if "." in t and _IP_HINT.search(t):
+        for m in IP_RE.finditer(t):
+            if not _overlaps(taken, m.start(), m.end()):
+                add_net(m.group(0), m.start(), m.end(), "ip")
+    if ("<" in t or "{" in t or "$" in t) and not toks.isdisjoint(_TLD_WORDS):
+        for m in _LABEL_HOST_RE.finditer(t):
+            if not _overlaps(taken, m.start(1), m.end(1)):
+                add_net(m.group(1), m.start(1), m.end(1), "host", "carrier")
+    if "." in t and not toks.isdisjoint(_TLD_WORDS):
+        for m in HOST_RE.finditer(t):
+            if not _overlaps(taken, m.start(), m.end()):
+                h = m.group(0)
+                if _FILE_EXT.search(h.split("/")[0]) or h.count(".") == 0:
+                    continue
+                add_net(h.rstrip(".,;:"), m.start(), m.end(), "host")
+    # commands written without backticks after "run"/"execute" ("run sudo -l", "by running
+    # bash -c \"$(curl …)\"")
+    for m in re.finditer(r"\b(?:run|running|execute|executing|exec|type|enter|invoke)\s*:?\s+"
+                         r"(?:the\s+command\s+)?([a-z][\w.-]*\b[^\x00\n]*)", t) if (
+            not toks.isdisjoint(_RUN_WORDS) and not toks.isdisjoint(_CMD_WORDS)) else ():
+        rest = m.group(1)
+        first = _base(rest.split(None, 1)[0])
+        if first not in KNOWN and first not in PRIVESC:
+            continue
+        if _overlaps(taken, m.start(1), m.start(1) + len(first)):
+            continue
+        cut = re.split(r"\s+(?:and\s+(?:then\s+)?(?:retry|call|continue|try|use|keep|put|paste|"
+                       r"return|report|send|pass)|to\s+\w+\s+the|so\s+that|before\s+|after\s+|"
+                       r"once\s+|in\s+(?:a|the|your)\s+(?:shell|terminal))\b|[.;](?:\s|$)", rest)[0]
+        sh = classify(cut)
+        if sh is not None:
+            add(Obj("cmd", cut, m.start(1), m.start(1) + len(cut), sh.klass, sh.why,
+                    frozenset(map(stem, sh.names))))
+    # paths
+    if "/" in t or "~" in t or not toks.isdisjoint(_PATH_WORDS) or "id_" in t:
+        for m in PATH_RE.finditer(t):
+            p = m.group(0).rstrip(".,;:)")
+            if _overlaps(taken, m.start(), m.start() + len(p)):
+                continue
+            if p.startswith(".") and (len(p) < 3 or p[1:].isdigit() or ("/" not in p and
+                                      not _DOTFILE.match(p))):
+                continue
+            pcs = path_classes(p)
+            if not pcs and not (p.startswith(("~", "/", "$home")) or "/" in p):
+                continue
+            add(_path_obj(p, m.start(), m.start() + len(p), pcs))
+    # tools named without backticks: peers, siblings, identifiers next to a call word
+    for pl in peer_hits:
+        generic = pl.isalpha()
+        for ms, me in _word_spans(t, pl):
+            if _overlaps(taken, ms, me):
+                continue
+            if generic:  # a generic word ("fetch") counts as the tool only when named as one,
+                near = t[max(0, ms - 14) : me + 14]  # here or elsewhere in the same text
+                fl = sent.field.lower  # ("The `browse` tool is slow … given to browse")
+                if not _NAMED_NEAR.search(near) and f"`{pl}`" not in fl and f"{pl} tool" not in fl:
+                    continue
+            add(_tool_obj(pl, ms, me, t, tool, own))
+    if "_" in t:
+        for m in IDENT_RE.finditer(t):
+            w = m.group(0)
+            if _overlaps(taken, m.start(), m.end()):
+                continue
+            if w == own:
+                add(Obj("tool", w, m.start(), m.end(), "self"))
+                continue
+            if w in tool.params:
+                add(Obj("param", w, m.start(), m.end(), "own"))
+                continue
+            before = t[max(0, m.start() - 24) : m.start()]
+            after = t[m.end() : m.end() + 24]
+            if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
+                " tool" in t and _LIST_BEFORE.search(before)
+            ):
+                if ENV_NAME_RE.fullmatch(w) and w.upper() == w:
+                    continue
+                add(_tool_obj(w, m.start(), m.end(), t, tool, own))
+    # this tool itself as the object ("call this tool after every other call")
+    for m in _SELF_CALL.finditer(t) if (
+            "this tool" in t or "this function" in t or " me" in t) else ():
+        add(Obj("tool", own or "this tool", m.start(), m.end(), "self"))
+    # parameters of this tool named in prose ("set destination_account to …")
+    for p in tool.params:
+        if len(p) < 3 or p not in t:
+            continue
+        for ms, me in _word_spans(t, p):
+            if _overlaps(taken, ms, me):
+                continue
+            if "_" in p or _PARAM_BEFORE.search(t, max(0, ms - 12), ms) or _PARAM_AFTER.match(t, me):
+                add(Obj("param", p, ms, me, "own"))
+    # other servers named as a destination
+    if "server" in t or "'s `" in t:
+        for m in SERVER_RE.finditer(t):
+            g = next((x for x in m.groups() if x), "")
+            name = g.strip().lower()
+            if name in _NOT_SERVER or (tool.server and name == tool.server.lower()):
+                continue
+            if name.split()[-1] in _NOT_SERVER or name.endswith("'s"):
+                continue
+            add(Obj("server", name, m.start(), m.end(), "other", "",
+                    frozenset(stem(x) for x in _SPACE_DOT_DASH.split(name) if x)))
+    # quoted values (for parameter overrides and scripted messages)
+    for m in QUOTED_RE.finditer(t) if ('"' in t or "'" in t or "“" in t) else ():
+        s = m.start(1) if m.group(1) is not None else m.start(2)
+        val = m.group(1) if m.group(1) is not None else m.group(2)
+        if not _overlaps(taken, s, s + len(val)):
+            out.append(Obj("literal", val, s, s + len(val), "quoted"))
+    # other tools as a group ("do not call the other tools", "any other search tool")
+    for m in _OTHER_TOOLS.finditer(t) if "other" in toks else ():
+        add(Obj("tool", m.group(0), m.start(), m.end(), "others"))
+    # "use the first example", "ping the default": the schema value the sentence points at
+    if sent.field.param is not None and ("example" in t or "default" in t):
+        for f in tool.fields:
+            if f.param == sent.field.param and f.kind in ("example", "default") and f is not sent.field:
+                for m in URL_RE.finditer(f.lower):
+                    o = Obj("url", m.group(0), 0, 0, "", _host_of(m.group(0)),
+                            _host_topic(_host_of(m.group(0))))
+                    if _RESERVED_HOST.search(o.detail.split(":")[0]):
+                        o.klass = "reserved"
+                    elif _PLACEHOLDER.search(o.text):
+                        o.klass = "carrier"
+                    out.append(o)
+    ascii_t = t.isascii()
+    for m in DATA_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_DATA_WORDS)) else ():
+        klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
+        topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
+        out.append(Obj("data", m.group(0), m.start(), m.end(), klass, "", topic))
+    for m in SECRET_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_SECRET_WORDS)) else ():
+        out.append(Obj("secret", m.group(0), m.start(), m.end()))
+    if "$" in t or "_" in t:
+        for m in ENV_NAME_RE.finditer(t):
+            if not _overlaps(taken, m.start(), m.end()):
+                out.append(Obj("env", m.group(0), m.start(), m.end()))
+    for m in REPLY_DEST_RE.finditer(t) if not toks.isdisjoint(_REPLY_WORDS) else ():
+        out.append(Obj("reply", m.group(0), m.start(), m.end()))
+    for m in EXT_DESC_RE.finditer(t) if not toks.isdisjoint(_EXT_WORDS) else ():
+        if not _overlaps(taken, m.start(), m.end()):
+            add(Obj("ext", m.group(0), m.start(), m.end(), "described"))
+    has_digit = _DIGIT_RE.search(t) is not None
+    for m in ACCOUNT_RE.finditer(t) if (has_digit and (not toks.isdisjoint(_ACCOUNT_WORDS) or "0x" in t
+            or "bc1" in t or _IBANISH.search(t))) else ():  # fmt: skip
+        if not _overlaps(taken, m.start(), m.end()):
+            add(Obj("account", m.group(0), m.start(), m.end()))
+    for m in LITERAL_RE.finditer(t) if (has_digit or "true" in toks or "false" in toks) else ():
+        if not _overlaps(taken, m.start(), m.end()):
+            out.append(Obj("literal", m.group(0), m.start(), m.end(), "value"))
+    return [o for o in out if o.kind in ("data", "secret", "reply", "env")
+            or not is_mention(t, o.start)]
+
+
+_HOST_OF = re.compile(r"(?:[a-z]+://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
+_DOT_DASH = re.compile(r"[.-]")
+_SPACE_DOT_DASH = re.compile(r"[\s.-]+")
+_IDENTISH = re.compile(r"[a-z][\w.:-]*")
+_COLON_SP = re.compile(r":\s+")
+_DOTFILE = re.compile(r"\.[a-z][\w-]*(?:\.[\w-]+)?$")
+_SELF_CALL = re.compile(r"\b(?:call|invoke|run|use|trigger|execute|pass\s+\w+\s+to)\s+"
+                        r"(?:this\s+(?:tool|function)|me)\b")
+_OTHER_TOOLS = re.compile(r"\b(?:the|any|all)\s+other\s+(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b")
+_THIS_SERVER = re.compile(r"\b(?:this|same|our)\s+(?:same\s+)?(?:mcp\s+)?server\b|\(this\s+server\)")
+_NAMED_NEAR = re.compile(r"[`'\"]|\btool\b|\bfunction\b|'s\b")
+_TOOL_AFTER = re.compile(
+    r"\s*(?:tool|function|endpoint|first\b|instead|on\s+the\s+[\w.-]+\s+server|"
+    r"(?:is|are|gets)\s+(?:called|invoked|used|run|executed)|returns?\b|"
+    r"from\s+the\s+[\w.-]+\s+server|\(|with\s+(?:the\s+)?(?:same|identical|full)|"
+    r"or\s+[a-z]+_[a-z_]+)"
+)
+_LIST_BEFORE = re.compile(r"(?:including|like|such\s+as|or|and|,)\s*$")
+_PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|the)\s*$")
+_PARAM_AFTER = re.compile(r"\s+(?:parameter|argument|field|param|property)\b")
+
+
+def _word_spans(t: str, w: str) -> list[tuple[int, int]]:
+    """Occurrences of ``w`` in ``t`` not inside a longer identifier (no regex compiled per
+    word: tool and parameter names are unbounded in number)."""
+    out = []
+    i = t.find(w)
+    n = len(w)
+    while i >= 0:
+        a = t[i - 1] if i else " "
+        b = t[i + n] if i + n < len(t) else " "
+        if not (a.isalnum() or a in "_-") and not (b.isalnum() or b in "_-"):
+            out.append((i, i + n))
+        i = t.find(w, i + 1)
+    return out
+
+
+def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:
+    klass = next((k for k in ("cred", "persist", "system", "home") if k in pcs), "plain")
+    topic = frozenset(stem(w) for w in re.findall(r"[a-z][a-z0-9]+", p) if len(w) > 1)
+    return Obj("path", p, s, e, klass, "", topic, pcs)
+
+
+def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> Obj:
+    """A tool named in the sentence, with where it lives."""
+    topic = frozenset(stem(w) for w in name_words(name))
+    if name == own:
+        return Obj("tool", name, s, e, "self", "", topic)
+    if name in tool.siblings:
+        return Obj("tool", name, s, e, "sibling", "", topic)
+    near = t[max(0, s - 60) : e + 60]
+    if _THIS_SERVER.search(near):
+        return Obj("tool", name, s, e, "sibling", "", topic)
+    peer = tool.peers.get(name)
+    if peer is not None:
+        return Obj("tool", name, s, e, "peer", peer.server or "", topic)
+    for m in SERVER_RE.finditer(near):
+        g = next((x for x in m.groups() if x), "").strip().lower()
+        if g and g not in _NOT_SERVER and g.split()[-1] not in _NOT_SERVER:
+            return Obj("tool", name, s, e, "other_server", g, topic)
+    return Obj("tool", name, s, e, "unknown", "", topic)

@@ -1,0 +1,376 @@
+"""Indirect prompt injection in tool results (docs/mcp.md "Tool results").
+
+What a tool returns (an issue body, a web page, a file, an email, a DB row)
+is full of imperatives for *people*: README install steps, runbooks with
+``sudo``, "please cc Maria". What an injection adds is the **addressee**: the
+text speaks to the AI reading it ("Note for AI coding agents: …", "Assistant,
+when you write the summary …", ``"_note_for_llm": …``, ``X-Agent-Instruction:``),
+or claims authority over its instructions ("your earlier instructions have
+expired", chat-template role tokens), or hides itself (tag characters, zero-width
+splitting, an encoding with "agents decode and execute").
+
+So a result is read in three steps, each bounded:
+
+1. a gate over the first ``max_bytes``: the addressee and authority words, role
+   tokens and non-ASCII characters (C-speed passes); most results stop here;
+2. around each hit, the sentences from the addressee to the end of its paragraph
+   are judged by the same order analysis as tool descriptions (detect_objects,
+   checks/directives.judge), with the addressee counting as hidden framing;
+3. smuggled and encoded text is decoded and read as addressed to the model.
+
+``check_result`` is what the shim (tools/call results) and the proxy
+(tool_result blocks) call: one function, text or MCP/Anthropic/OpenAI result
+shapes in, an ``mcp_result_injection`` event (or None) out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentsh.agent.core.events.models import DetectionResult, MCPResultInjection
+from agentsh.agent.core.mcp import detect_lex as lx
+from agentsh.agent.core.mcp.checks import RANK, Finding, context_of
+from agentsh.agent.core.mcp.checks.directives import find_cues, judge, tokens_of
+from agentsh.agent.core.mcp.checks.encoded import decoded_runs, may_hold_payload
+from agentsh.agent.core.mcp.detect_chars import scan_chars
+from agentsh.agent.core.mcp.detect_objects import find_objects
+from agentsh.agent.core.mcp.detect_parse import (
+    Field,
+    ParsedTool,
+    Sentence,
+    make_field,
+    name_words,
+    split_sentences,
+    stem,
+)
+
+if TYPE_CHECKING:
+    from agentsh.agent.core.mcp.detector import Detector
+    from agentsh.agent.core.policy.schema import ResultsInspectionConfig
+
+__all__ = ["ResultScanner", "ResultVerdict", "check_result", "result_text"]
+
+_TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
+# words that can start an address to the model or a claim of authority
+_ADDRESS_WORDS = frozenset(
+    b"ai assistant agent llm copilot claude gpt chatgpt model bot automated".split()
+)
+_AUTHORITY_WORDS = frozenset(
+    b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
+    b"unfiltered".split()
+)
+_DECODE_WORDS = frozenset(b"decode decoded base64 hex rot13 encoded".split())
+_MAX_SPANS = 64
+_MAX_SENTENCES = 400  # sentences judged per result, whatever the text tries
+_SPAN_AFTER = 800  # an address governs the rest of its paragraph, at most this far
+_EXCERPT = 300
+
+
+@dataclass(slots=True)
+class ResultVerdict:
+    """What the caller does with one tool result."""
+
+    detections: list[DetectionResult] = field(default_factory=list)
+    event: MCPResultInjection | None = None
+    block: bool = False
+
+
+def _tool_context(tool_name: str | None) -> ParsedTool:
+    nw = name_words(tool_name or "")
+    return ParsedTool(name=tool_name or "", server=None, fields=[], params=frozenset(), peers={},
+                      siblings=frozenset(), raw={}, _name_stems=frozenset(stem(w) for w in nw))  # fmt: skip
+
+
+def _present(low: str, words: frozenset[bytes]) -> set[bytes]:
+    """The words that occur in ``low`` as whole words (memmem per word, no tokenising:
+    most results contain none of them)."""
+    out = set()
+    n = len(low)
+    for w in words:
+        s = w.decode()
+        i = low.find(s)
+        while i >= 0:
+            e = i + len(s)
+            if (i == 0 or not low[i - 1].isalnum()) and (e >= n or not low[e].isalnum() or
+                                                         (low[e] == "s" and (e + 1 >= n or not low[e + 1].isalnum()))):  # fmt: skip
+                out.add(w)
+                break
+            i = low.find(s, i + 1)
+    return out
+
+
+def _positions(low: str, words: Iterable[bytes]) -> Iterator[int]:
+    for w in words:
+        s = w.decode()
+        i = low.find(s)
+        while i >= 0:
+            e = i + len(s)
+            if (i == 0 or not low[i - 1].isalnum()) and (
+                not low[e : e + 1].isalnum() or (low[e] == "s" and not low[e + 1 : e + 2].isalnum())
+            ):
+                yield i
+            i = low.find(s, i + 1)
+
+
+class ResultScanner:
+    """Bound to a Detector (its configuration and category switches)."""
+
+    def __init__(self, detector: Detector) -> None:
+        self._det = detector
+
+    def scan(self, text: str, *, tool_name: str | None = None, max_bytes: int = 65536
+             ) -> list[DetectionResult]:  # fmt: skip
+        from agentsh.agent.core.mcp.detector import results_from_findings
+
+        if not isinstance(text, str) or not text:
+            return []
+        if len(text) > max_bytes:
+            text = text[:max_bytes]
+        ascii_text = text.isascii()
+        if ascii_text:
+            low = text.lower()
+            hits_a = _present(low, _ADDRESS_WORDS)
+            hits_p = _present(low, _AUTHORITY_WORDS)
+            role = "<|" in low or "[inst]" in low or "</description" in low or "[system]" in low
+            if not hits_a and not hits_p and not role:
+                return []  # the fast path: nothing speaks to the model
+        f = make_field("result", "result", text, False)
+        low = f.lower
+        tool = _tool_context(tool_name)
+        if not ascii_text:
+            hits_a, hits_p = _present(low, _ADDRESS_WORDS), _present(low, _AUTHORITY_WORDS)
+        words = _present(low, _DECODE_WORDS)
+        findings: list[Finding] = []
+        spans = self._address_spans(low, hits_a)
+        budget = [_MAX_SENTENCES]  # per call: the scanner is shared between threads
+        for a, z, who in spans:
+            findings += self._judge_span(f, a, z, who, tool, budget)
+            if budget[0] <= 0:
+                break
+        if len(spans) >= _MAX_SPANS or budget[0] <= 0:
+            a = spans[-1][0] if spans else 0
+            findings.append(_finding(f, a, min(len(low), a + 200), "hidden_instructions", "medium",
+                                     "repeated_addresses", f"{len(spans)}+ passages address the "
+                                     "model; only the first were judged"))  # fmt: skip
+        # authority claims and role tokens anywhere (outside the addressed spans too)
+        for i in sorted(set(_positions(low, hits_p)))[:_MAX_SPANS]:
+            if any(a <= i < z for a, z, _ in spans):
+                continue
+            sa, sz = _sentence_at(low, i)
+            st = low[sa:sz]
+            m = lx.PRIORITY_RE.search(st)
+            if m and not lx.is_mention(st, m.start()):
+                findings.append(_finding(f, sa + m.start(), sa + m.end(), "hidden_instructions",
+                                         "critical", "priority_claim",
+                                         f"claims authority over the model's instructions ('{m.group(0)}')"))
+        for m in lx.ROLE_MARKER_RE.finditer(low) if ("<" in low or "[" in low) else ():
+            if not lx.is_mention(low[max(0, m.start() - 120) : m.start() + 1], min(120, m.start())):
+                findings.append(_finding(f, m.start(), m.end(), "hidden_instructions", "high",
+                                         "role_marker", f"chat-template role token {m.group(0)!r} "
+                                         "in a tool result"))  # fmt: skip
+                break
+        # hidden text: tag characters / variation selectors decoded and read as addressed
+        if not ascii_text:
+            for hit in scan_chars(text, invisible=True, ansi=True):
+                if hit.hidden:
+                    inner = self._judge_text(hit.hidden, tool, "text hidden in invisible characters")
+                    sev = "critical" if inner or hit.severity == "critical" else "high"
+                    why = inner[0].why if inner else f"{hit.name.replace('_', ' ')}"
+                    findings.append(Finding(hit.category, sev, hit.name, "result", hit.text[:200],
+                                            hit.start, context_of(text, hit.start, hit.end), why))
+                elif hit.category == "ansi_escape" and hit.severity == "critical":
+                    findings.append(Finding(hit.category, "high", hit.name, "result", hit.text,
+                                            hit.start, context_of(text, hit.start, hit.end),
+                                            "terminal escape sequence that hides text"))
+        # encoded text, when something asks the model to decode it
+        if (hits_a or words) and may_hold_payload(text):
+            for kind, s, e, decoded in decoded_runs(text):
+                inner = self._judge_text(decoded, tool, f"{kind}-encoded text")
+                if inner:
+                    worst = max(RANK[x.severity] for x in inner)
+                    sev = ("low", "medium", "high", "critical")[min(3, max(2, worst + 1))]
+                    findings.append(Finding("encoded_payload", sev, f"{kind}_payload", "result",
+                                            decoded[:_EXCERPT], s, context_of(text, s, e),
+                                            f"{kind}-encoded: {inner[0].why}"))
+        off = self._det._off
+        return results_from_findings(x for x in findings if x.category not in off)
+
+    # ------------------------------------------------------------ internals
+
+    def _address_spans(self, low: str, hits: set[bytes]) -> list[tuple[int, int, str]]:
+        """(start, end, addressee) of the text that speaks to the model."""
+        spans: list[tuple[int, int, str]] = []
+        seen_end = -1
+        for i in sorted(set(_positions(low, hits))):
+            if i < seen_end or len(spans) >= _MAX_SPANS:
+                continue
+            a = max(0, i - 80)
+            m = None
+            for m2 in lx.ADDRESS_RE.finditer(low, a, min(len(low), i + 120)):
+                if m2.start() <= i + 20:
+                    m = m2
+                    break
+            if m is None:
+                continue
+            sa, _sz = _sentence_at(low, m.start())
+            sa = max(sa, m.start() - 300, seen_end)
+            para = low.find("\n\n", m.end())
+            z = min(len(low), m.end() + _SPAN_AFTER, para if para >= 0 else len(low))
+            # an address inside a comment, a quoted field or a bracket ends where it does
+            for close in ("-->", "]]", '"}', '",'):
+                k = low.find(close, m.end(), z)
+                if k >= 0:
+                    z = k + len(close)
+            spans.append((sa, z, m.group(0).strip()))
+            seen_end = z
+        return spans
+
+    def _judge_span(self, f: Field, a: int, z: int, who: str, tool: ParsedTool, budget: list[int]
+                    ) -> list[Finding]:  # fmt: skip
+        out: list[Finding] = []
+        text = f.lower
+        order = ""  # an addressed block is one order: its later lines inherit the first's verb
+        for sa, sz in split_sentences(text[a:z]):
+            budget[0] -= 1
+            if budget[0] < 0:
+                break
+            sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False,
+                            f"text addressed to the model ('{who[:40]}')")  # fmt: skip
+            found, directive = self._judge_sentence(sent, tool, order)
+            order = order or directive
+            out += found
+        return out
+
+    def _judge_sentence(self, sent: Sentence, tool: ParsedTool, inherited: str = ""
+                        ) -> tuple[list[Finding], str]:  # fmt: skip
+        t = sent.text
+        toks = tokens_of(t)
+        objs = find_objects(sent, tool, frozenset(), toks)
+        c = find_cues(t, toks, False, False, True, True)
+        if c.kind == "first_imperative":
+            c.kind = "imperative"
+        if not c.directive and inherited:
+            c.directive, c.kind = inherited, "inherited"
+        out = []
+        for v in judge(sent, c, objs, tool):
+            plain = (v.obj is not None and ((v.obj.kind == "cmd" and v.obj.klass == "plain") or
+                     (v.obj.kind == "tool" and v.obj.klass == "unknown" and not (
+                         c.redirect or c.permission or c.override or c.conceal
+                         or any(o.kind in ("data", "secret") for o in objs)))))  # fmt: skip
+            if plain or v.pattern == "framed_directive":
+                v.level -= 1  # "Agents: run `make test`": addressed, but an ordinary step
+            if v.level < 2:
+                continue
+            s, e = (sent.start + v.obj.start, sent.start + v.obj.end) if (
+                v.obj is not None and v.obj.end > v.obj.start) else (sent.start, sent.end)  # fmt: skip
+            sev = ("low", "medium", "high", "critical")[min(3, v.level)]
+            why = f"order '{c.directive or 'implicit'}' → {v.what}"
+            out.append(_finding(sent.field, s, e, v.category, sev, v.pattern, why))
+        return out, c.directive
+
+    def _judge_text(self, text: str, tool: ParsedTool, how: str) -> list[Finding]:
+        f = make_field("result", "result", text, False)
+        out: list[Finding] = []
+        for sa, sz in split_sentences(f.lower):
+            sent = Sentence(f, sa, sz, f.lower[sa:sz], False, how)
+            out += self._judge_sentence(sent, tool, "(hidden or encoded text)")[0]
+        return out
+
+
+def _sentence_at(low: str, i: int) -> tuple[int, int]:
+    a = max(low.rfind("\n", 0, i), low.rfind(". ", 0, i) + 1, 0)
+    z_candidates = [k for k in (low.find("\n", i), low.find(". ", i)) if k >= 0]
+    z = min(z_candidates) + 1 if z_candidates else len(low)
+    return a, z
+
+
+def _finding(f: Field, s: int, e: int, category: str, sev: str, pattern: str, why: str) -> Finding:
+    os_, oe = f.orig_span(s, e)
+    return Finding(category, sev, pattern, "result", f.raw[os_:oe][:_EXCERPT], os_,
+                   context_of(f.raw, os_, oe), why)  # fmt: skip
+
+
+# ------------------------------------------------------------------ the one entry point
+
+
+def result_text(content: Any, limit: int = 1 << 20) -> str:
+    """The text a model will read from a tool result, in any of the shapes layers see:
+    a string; an MCP ``CallToolResult`` (``content`` blocks of type ``text``, ``resource``
+    with ``text``, ``structuredContent``); an Anthropic ``tool_result`` block (``content``
+    string or blocks); an OpenAI tool message (``content`` string or parts). Bounded by
+    ``limit`` characters; nested structures are walked, strings joined by newlines."""
+    out: list[str] = []
+    size = 0
+
+    def add(s: str) -> None:
+        nonlocal size
+        if size < limit:
+            out.append(s[: limit - size])
+            size += len(out[-1]) + 1
+
+    def walk(x: Any, depth: int) -> None:
+        if size >= limit or depth > 32:
+            return
+        if isinstance(x, str):
+            add(x)
+        elif isinstance(x, dict):
+            if x.get("type") in ("image", "audio") or "blob" in x:
+                return  # binary payloads are not read as text
+            for k, v in x.items():
+                if k in ("type", "mimeType", "uri", "tool_use_id", "tool_call_id", "call_id", "id",
+                         "role", "annotations", "_meta", "isError", "is_error"):
+                    continue
+                if isinstance(v, str) and k not in ("text", "content", "result", "output"):
+                    add(f"{k}: {v}")  # a JSON key can itself be the addressee ("_note_for_llm")
+                else:
+                    walk(v, depth + 1)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v, depth + 1)
+
+    walk(content, 0)
+    return "\n".join(out)
+
+
+def check_result(
+    detector: Detector,
+    content: Any,
+    *,
+    server_id: str | None,
+    tool_name: str,
+    cfg: ResultsInspectionConfig,
+    call_id: str | None = None,
+    source: str = "shim",
+    threshold: str = "high",
+) -> ResultVerdict:
+    """Scan one tool result; the event to emit (at or above ``threshold``) and whether
+    to withhold the result (``cfg.action == "block"``). ``content`` is the result as the
+    layer has it (see :func:`result_text`). Never raises on hostile input."""
+    if not cfg.enabled:
+        return ResultVerdict()
+    text = content if isinstance(content, str) else result_text(content, cfg.max_bytes)
+    dets = detector.scan_result(text, tool_name=tool_name, max_bytes=cfg.max_bytes)
+    top = None
+    for d in dets:
+        if top is None or RANK[d.severity] > RANK[top]:
+            top = d.severity
+    if top is None or RANK[top] < RANK[threshold]:
+        return ResultVerdict(detections=dets)
+    worst = next(d for d in dets if d.severity == top)
+    excerpt = (worst.matches[0].context if worst.matches else "")[:_EXCERPT]
+    block = cfg.action == "block"
+    ev = MCPResultInjection(
+        source=source,  # type: ignore[arg-type]
+        server_id=server_id,
+        tool_name=tool_name,
+        call_id=None if call_id is None else str(call_id),
+        excerpt=excerpt,
+        detections=dets,
+        max_severity=top,  # type: ignore[arg-type]
+        action="block" if block else "alert",
+    )
+    return ResultVerdict(detections=dets, event=ev, block=block)
+
+

@@ -1,0 +1,415 @@
+"""A learned sentence scorer on top of the structural analysis (docs/mcp.md "The learned scorer").
+
+Phrase rules stop at the phrases a development set happened to hold. What
+poisoned definitions share is structure: a sentence addressed to the model
+whose object lies outside the tool's stated job. The scorer reads every
+sentence of a definition (description, parameter texts, schema values) and
+gives it a probability of being such a payload, from sparse binary features:
+
+* its words and word pairs (so "bcc … whatever the user asks" and "the
+  correct value is" weigh by what 1,749 real tools and the attack sets say,
+  not by a hand list);
+* where it sits: the field kind (description, parameter description, default,
+  enum …), the first description sentence (the tool's own job) or later;
+* objects, found without phrase lists: URLs, hosts, IPs, e-mail addresses,
+  home and system paths, backticked commands, identifiers that look like tools
+  and are neither this tool, its parameters nor its siblings, this tool's
+  parameters, a peer's name;
+* purpose mismatch: how many of its content words are outside the tool's
+  name and first sentence;
+* the rule checks' findings on the same sentence (an order with an object of
+  low severity becomes evidence, not a verdict).
+
+The weights are a logistic regression trained by ``bench/train_detector.py``
+(deterministic) and shipped as ``detector_weights.json``; inference is a dict
+lookup per feature and one sum per sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
+
+if TYPE_CHECKING:
+    from agentsh.agent.core.mcp.checks import Finding
+
+WEIGHTS_PATH = Path(__file__).with_name("detector_weights.json")
+
+_WORD_RE = re.compile(r"[^\W_]+")
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_URL_RE = re.compile(r"\b(?:https?|ftp|wss?)://|\bwww\.")
+_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
+_HOST_RE = re.compile(r"(?<![\w@/.-])(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|xyz|app|co|cc|sh|ai|me|"
+                      r"info|biz|pro|site|online|cloud|tech|link|live|top|ru|cn|tk|pw|example|"
+                      r"us|uk|de|eu|gg|to|ly|tv|click|store|zone|run|page|host|space)\b(?!\.\w)")  # fmt: skip
+_IP_RE = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+_HOME_RE = re.compile(r"~/|\$home|/home/|/root\b|%userprofile%|%appdata%")
+_SYS_RE = re.compile(r"/(?:etc|var|tmp|usr|proc|dev|opt|library)/")
+_DOT_RE = re.compile(r"(?<![\w])\.[a-z][\w-]*(?:/|\b)")
+_TICK_RE = re.compile(r"`([^`\n]{1,200})`")
+_IDENT_RE = re.compile(r"(?<![\w./@$-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/@-])")
+_CALLISH_RE = re.compile(r"\b[a-z][a-z0-9_]*\(")
+_QUOTE_RE = re.compile(r"[\"“”«»]")
+_BLANKS = "\n\n\n\n\n"
+_FRAME_RE = re.compile(r"<!--|<[a-z_-]{3,30}>|\[\[|\[//\]|<\|")
+
+STOP = frozenset(["a", "an", "the", "and", "or", "of", "to", "for", "in", "on", "with", "from", "by", "as", "at", "is", "are", "be", "this", "that", "it", "its", "if", "when", "then"])  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
+def _stem(w: str) -> str:
+    return stem(w)
+
+
+@dataclass(slots=True)
+class Unit:
+    """One sentence of a definition, with its features."""
+
+    field: Field
+    start: int
+    end: int
+    feats: list[str]
+    first: bool
+
+
+def _word_feats(text: str) -> list[str]:
+    toks = [w for w in _WORD_RE.findall(text)]
+    out: list[str] = []
+    prev = "^"
+    for w in toks:
+        if _CJK_RE.search(w):
+            # no spaces in CJK: character pairs stand in for words
+            for i in range(len(w) - 1):
+                out.append("c:" + w[i : i + 2])
+            prev = "^"
+            continue
+        if w.isdigit():
+            w = "0"
+        out.append("w:" + w)
+        out.append("b:" + prev + " " + w)
+        prev = w
+    return out
+
+
+def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    if _URL_RE.search(t):
+        out.append("o:url")
+    if "@" in t and _EMAIL_RE.search(t):
+        out.append("o:email")
+    elif "." in t and _HOST_RE.search(t):
+        out.append("o:host")
+    if _IP_RE.search(t):
+        out.append("o:ip")
+    if _HOME_RE.search(t):
+        out.append("o:home_path")
+    if "/" in t and _SYS_RE.search(t):
+        out.append("o:sys_path")
+    if _DOT_RE.search(t):
+        out.append("o:dotfile")
+    if "`" in t:
+        for m in _TICK_RE.finditer(t):
+            s = m.group(1).strip()
+            if " " in s or "|" in s or "/" in s:
+                out.append("o:tick_cmd")
+            else:
+                out.append("o:tick_word")
+    if _CALLISH_RE.search(t):
+        out.append("o:call_syntax")
+    own = tool.name.lower()
+    foreign = own_param = sibling = False
+    for m in _IDENT_RE.finditer(t):
+        w = m.group(0)
+        if w == own:
+            out.append("o:self")
+        elif w in tool.params:
+            own_param = True
+        elif w in tool.siblings:
+            sibling = True
+        elif w in tool.peers:
+            out.append("o:peer")
+        else:
+            foreign = True
+    if not own_param and tool.params:
+        for w in _WORD_RE.findall(t):
+            if w in tool.params and len(w) > 2:
+                own_param = True
+                break
+    if foreign:
+        out.append("o:foreign_ident")
+    if own_param:
+        out.append("o:own_param")
+    if sibling:
+        out.append("o:sibling")
+    for _ in peer_hits:
+        out.append("o:peer_name")
+        break
+    if _QUOTE_RE.search(t):
+        out.append("o:quote")
+    if _FRAME_RE.search(t):
+        out.append("o:frame")
+    return out
+
+
+def _purpose_feats(t: str, tool: ParsedTool) -> list[str]:
+    words = [w for w in _WORD_RE.findall(t) if len(w) > 2 and w not in STOP and w.isascii()]
+    if len(words) < 4:
+        return ["p:short"]
+    purpose = tool.purpose
+    inside = sum(1 for w in words if _stem(w) in purpose)
+    frac = inside / len(words)
+    if frac == 0:
+        return ["p:none"]
+    if frac < 0.15:
+        return ["p:low"]
+    return ["p:some"]
+
+
+_SEV_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
+
+
+def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 256 * 1024,
+          prune: Model | None = None) -> Iterator[Unit]:  # fmt: skip
+    """Every sentence of the definition's prose with its features. With ``prune``, a
+    sentence whose score cannot reach that model's ``threshold_medium`` (its words and
+    position counted exactly, the other features at their most) is skipped before its
+    objects and purpose are looked at: most sentences of real manuals."""
+    by_field: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_field.setdefault(f.field, []).append(f)
+    budget = max_chars
+    peers = [p for p in tool.peers if len(p) >= 3]
+    first_desc = True
+    floor = prune.floor if prune is not None else 0.0
+    for f in tool.prose:
+        text = f.lower
+        if budget <= 0:
+            return
+        if len(text) > budget:
+            text = text[:budget]
+        budget -= len(text)
+        fl = by_field.get(f.path, ())
+        kind = "k:" + f.kind
+        is_desc = f.path == "description"
+        folded = f.prep is not None and f.prep.folded
+        bounds = split_sentences(text)
+        for i, (a, z) in enumerate(bounds):
+            t = text[a:z]
+            first = is_desc and first_desc
+            first_desc = first_desc and not is_desc
+            feats = _word_feats(t)
+            feats.append(kind)
+            feats.append("pos:first" if first else ("pos:desc_later" if is_desc else "pos:schema"))
+            if i == len(bounds) - 1 and is_desc and not first:
+                feats.append("pos:desc_last")
+            if f.param is not None:
+                feats.append("pos:param")
+            n = len(t)
+            feats.append("len:" + ("s" if n < 40 else "m" if n < 160 else "l"))
+            if not t.isascii():
+                feats.append("s:nonascii")
+            rule = []
+            for fd in fl:
+                pos = fd.position if f.prep is None else _lower_pos(f, fd.position)
+                if a <= pos < z:
+                    rule.append("r:" + fd.pattern)
+                    rule.append("rs:" + fd.severity)
+            if prune is not None and not rule and not folded and \
+                    prune.logit(feats) + prune.rest_max < floor:  # fmt: skip
+                continue
+            feats.extend(rule)
+            hits = [p for p in peers if p in t]
+            feats.extend(_object_feats(t, tool, hits))
+            feats.extend(_purpose_feats(t, tool))
+            if folded:
+                feats.append("s:folded")
+            if _BLANKS in text[max(0, a - 40) : a + 1]:
+                feats.append("s:below_blanks")
+            yield Unit(f, a, z, feats, first)
+
+
+def _lower_pos(f: Field, orig: int) -> int:
+    """Map an original-character position back to the normalised text (approximately)."""
+    prep = f.prep
+    if prep is None:
+        return orig
+    for i in range(len(f.lower)):
+        s, _ = prep.orig_span(i, i + 1)
+        if s >= orig:
+            return i
+    return len(f.lower)
+
+
+@dataclass(slots=True)
+class Model:
+    bias: float
+    weights: dict[str, float]
+    threshold_high: float
+    threshold_medium: float
+    meta: dict[str, object]
+    rest_max: float = 0.0  # the most the object/purpose/framing features can add
+    floor: float = 0.0  # threshold_medium as a logit
+
+    def __post_init__(self) -> None:
+        w = self.weights
+        pos = lambda prefix: [v for k, v in w.items() if k.startswith(prefix) and v > 0]  # noqa: E731
+        self.rest_max = sum(pos("o:")) + max(pos("p:"), default=0.0) + \
+            sum(v for k, v in w.items() if k in ("s:below_blanks",) and v > 0)  # fmt: skip
+        t = min(max(self.threshold_medium, 1e-6), 1 - 1e-6)
+        self.floor = math.log(t / (1 - t))
+
+    def logit(self, feats: Iterable[str]) -> float:
+        w = self.weights
+        return self.bias + sum(w.get(x, 0.0) for x in set(feats))
+
+    def score(self, feats: Iterable[str]) -> float:
+        z = self.logit(feats)
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def top_terms(self, feats: Iterable[str], n: int = 3) -> list[tuple[str, float]]:
+        w = self.weights
+        items = [(x, w[x]) for x in set(feats) if w.get(x, 0.0) > 0]
+        items.sort(key=lambda kv: -kv[1])
+        return items[:n]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "bias": round(self.bias, 6),
+            "threshold_high": self.threshold_high,
+            "threshold_medium": self.threshold_medium,
+            "meta": self.meta,
+            "weights": {k: round(v, 6) for k, v in sorted(self.weights.items())},
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, object]) -> Model:
+        w = doc["weights"]
+        assert isinstance(w, dict)
+        return cls(
+            float(doc["bias"]),
+            {str(k): float(v) for k, v in w.items()},  # type: ignore[arg-type]
+            float(doc["threshold_high"]),
+            float(doc["threshold_medium"]),  # type: ignore[arg-type]
+            dict(doc.get("meta") or {}),
+        )  # type: ignore[arg-type]
+
+
+_MODEL: Model | None = None
+
+
+def load_model(path: Path | None = None) -> Model | None:
+    """The shipped model (None when the weights file is missing: the rules still run)."""
+    global _MODEL
+    if path is None and _MODEL is not None:
+        return _MODEL
+    p = path or WEIGHTS_PATH
+    try:
+        m = Model.from_json(json.loads(p.read_text()))
+    except (OSError, ValueError, KeyError, AssertionError):
+        return None
+    if path is None:
+        _MODEL = m
+    return m
+
+
+def pretty(feat: str) -> str:
+    """A feature as an operator reads it: 'whatever the', 'object: e-mail address'."""
+    kind, _, v = feat.partition(":")
+    if kind in ("w", "c"):
+        return f"'{v}'"
+    if kind == "b":
+        return "'" + v.replace("^ ", "") + "'"
+    if kind == "o":
+        return "object: " + v.replace("_", " ")
+    if kind == "r":
+        return "rule: " + v
+    if kind == "p":
+        return "purpose overlap: " + v
+    return feat
+
+
+def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> list[Finding]:
+    """A finding for the best-scoring sentence at or above ``threshold_medium`` (one per tool:
+    the scorer says "this definition carries a payload, here", the rules say what it does)."""
+    from agentsh.agent.core.mcp.checks import finding_at
+
+    best: tuple[float, Unit] | None = None
+    for u in units(tool, findings, prune=model):
+        p = model.score(u.feats)
+        if best is None or p > best[0]:
+            best = (p, u)
+    if best is None or best[0] < model.threshold_medium:
+        return []
+    p, u = best
+    sev = "high" if p >= model.threshold_high else "medium"
+    if sev == "high" and _own_objects_only(tool, u):
+        sev = "medium"  # the order's only object is this server's own workflow
+    return [finding_at(u.field, u.start, u.end, "model_directives", sev, "learned_payload",
+                       why_line(model, tool, u, p))]  # fmt: skip
+
+
+_OUTSIDE = frozenset(
+    (
+        "o:foreign_ident",
+        "o:url",
+        "o:email",
+        "o:host",
+        "o:ip",
+        "o:home_path",
+        "o:sys_path",
+        "o:dotfile",
+        "o:tick_cmd",
+        "o:call_syntax",
+        "o:frame",
+    )
+)
+
+
+def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
+    """Does the sentence name only tools of this server, or other servers' tools that only
+    read ("call `list_tables` first", "call `describe_schema` first")? Such an order is a
+    workflow: the scorer alone does not raise it to an alert (the rules still may)."""
+    from agentsh.agent.core.mcp.checks.directives import _peer_acts
+
+    feats = set(u.feats)
+    if feats & _OUTSIDE:
+        return False
+    t = u.field.lower[u.start : u.end]
+    named = [p for p in tool.peers if len(p) >= 3 and p in t]
+    if any(_peer_acts(tool, p) for p in named):
+        return False
+    return "o:sibling" in feats or bool(named)
+
+
+def why_line(model: Model, tool: ParsedTool, u: Unit, p: float) -> str:
+    """'score 0.97: order 'always send' → object: e-mail address (terms 'bcc', 'whatever the user')'."""
+    from agentsh.agent.core.mcp.checks.directives import find_cues, tokens_of
+
+    t = u.field.lower[u.start : u.end]
+    try:
+        c = find_cues(t, tokens_of(t), u.first, not t.isascii())
+        directive = c.directive or c.address or c.conceal or c.override or ""
+    except Exception:  # the explanation must never cost the verdict
+        directive = ""
+    objs = [pretty(x) for x in u.feats if x.startswith("o:") and model.weights.get(x, 0.0) > 0]
+    terms = [
+        pretty(x)
+        for x, _ in model.top_terms([x for x in u.feats if x[:2] in ("w:", "b:", "c:")], 3)
+    ]
+    why = f"learned score {p:.2f}: "
+    why += f"order '{directive}'" if directive else "sentence"
+    if objs:
+        why += " → " + ", ".join(objs[:2])
+    if terms:
+        why += " (weighed: " + ", ".join(terms[:3]) + ")"
+    if u.field.path != "description":
+        why += f" in {u.field.path}"
+    return why

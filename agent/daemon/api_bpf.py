@@ -1,0 +1,46 @@
+"""Control-API routes of the BPF layer: GET /v1/bpf, POST /v1/bpf/detach."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from agentsh.agent.core.timefmt import rfc3339_times
+from agentsh.agent.daemon.audit import audit
+from agentsh.agent.daemon.jsonhttp import RouteSet, json_response
+from agentsh.agent.netmon.cgroup import resolve_cgroup
+from agentsh.agent.netmon.errors import BPFUnavailable
+from agentsh.agent.netmon.programs import detach_all
+
+
+def routes(ctx: Any) -> RouteSet:
+    """``ctx.netmon`` is the daemon's NetworkMonitor (or None)."""
+
+    async def status(request: web.Request) -> web.Response:
+        mon = ctx.netmon
+        if mon is None:
+            return json_response(
+                {"state": "unavailable", "reason": getattr(ctx, "netmon_error", None) or "not started"}
+            )
+        return json_response(rfc3339_times(mon.status()))
+
+    async def detach(request: web.Request) -> web.Response:
+        mon = ctx.netmon
+        if mon is not None:
+            net = mon.policy.network
+            cgdir = mon.cgroup_dir
+            await mon.stop(detach=True)
+            mon.state, mon.reason = "disabled", "detached by agentshctl bpf detach"
+        else:
+            net = ctx.store.policy.network
+            cgdir = None
+        try:
+            cgdir = cgdir or resolve_cgroup(net.cgroup_path)
+        except BPFUnavailable:
+            cgdir = None
+        removed = detach_all(net.pin_dir, cgdir)
+        audit(ctx, request, "bpf_detach", removed=removed, cgroup=str(cgdir) if cgdir else None)
+        return json_response({"removed": removed})
+
+    return RouteSet(read=[web.get("/v1/bpf", status)], admin=[web.post("/v1/bpf/detach", detach)])
