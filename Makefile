@@ -24,8 +24,12 @@ test: setup
 	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc = 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
+# ruff, then mypy on the installed link tree (agentsh.* names; [tool.mypy] in
+# pyproject.toml); mypy's paths into the link tree are shown as the source files
+# they link to (docs/development.md "Imports and tools").
 lint: setup
 	$(VENV)/bin/ruff check .
+	@set -o pipefail; $(VENV)/bin/mypy | sed -E 's#^build/__editable__[^/]*/agentsh/##'
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -131,7 +131,7 @@ def _on_alarm(signum: int, frame: object) -> None:
 
 
 def _read_stdin() -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     total = 0
     while True:
         b = posix.read(0, 1 << 16)

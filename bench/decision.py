@@ -5,8 +5,9 @@ The issue's claim to check: a remote client (shim, proxy) gets a decision over
 the control socket "in well under a millisecond". One run measures, side by
 side: a dict lookup (floor), the in-process DecisionEngine (which counts each
 decision by layer/action/reason class for /metrics: one dict increment), and
-decisions to two real agentshd over their Unix sockets with keep-alive
-clients, one with ``metrics.enabled: false`` and one with ``metrics.enabled:
+decisions to two real agentshd over their decision channel (the only
+decision transport), from the asyncio client (the LLM proxy's) and the
+blocking one (the shim's relay threads), one with ``metrics.enabled: false`` and one with ``metrics.enabled:
 true`` scraped every 100 ms during the run (150 times more often than a
 usual 15 s scrape interval). The two daemons are measured in alternating
 rounds so that other load on a shared machine falls on both alike.
@@ -28,7 +29,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from agentsh.agent.core.client import ChannelClient, ControlClient, channel_path
+from agentsh.agent.core.client_async import ChannelClient, ControlClient, channel_path
+from agentsh.agent.core.client_sync import SyncChannelClient
 from agentsh.agent.core.mcp.decision import DecisionEngine
 from agentsh.agent.core.mcp.registry import ToolRegistry
 from agentsh.agent.core.mcp.types import DecisionRequest
@@ -96,36 +98,37 @@ class Daemon:
             stderr=subprocess.DEVNULL,
         )
         self.chan: ChannelClient | None = None
-        self.http: ControlClient | None = None
+        self.sync: SyncChannelClient | None = None
 
     async def setup(self) -> None:
         for _ in range(300):
             if os.path.exists(self.sock):
                 break
             await asyncio.sleep(0.05)
-        self.http = ControlClient(self.sock)
-        await self.http.post("/v1/mcp/tools", {"server_id": "srv3", "server_type": "stdio", "tools": TOOLS})
+        async with ControlClient(self.sock) as http:
+            await http.post("/v1/mcp/tools", {"server_id": "srv3", "server_type": "stdio", "tools": TOOLS})
         self.chan = ChannelClient(channel_path(self.sock))
+        self.sync = SyncChannelClient(self.sock)
         for _ in range(200):
             await self.chan.decide(BODY)
-            await self.http.post("/v1/mcp/decide", BODY)
+            self.sync.decide(BODY)
 
-    async def round(self, chan: list[int], http: list[int]) -> None:
-        assert self.chan is not None and self.http is not None
+    async def round(self, chan: list[int], sync: list[int]) -> None:
+        assert self.chan is not None and self.sync is not None
         for _ in range(N_SOCKET):
             t = time.perf_counter_ns()
             await self.chan.decide(BODY)
             chan.append(time.perf_counter_ns() - t)
-        for _ in range(N_SOCKET // 2):
+        for _ in range(N_SOCKET):
             t = time.perf_counter_ns()
-            await self.http.post("/v1/mcp/decide", BODY)
-            http.append(time.perf_counter_ns() - t)
+            self.sync.decide(BODY)
+            sync.append(time.perf_counter_ns() - t)
 
     async def close(self) -> None:
         if self.chan is not None:
             await self.chan.close()
-        if self.http is not None:
-            await self.http.close()
+        if self.sync is not None:
+            self.sync.close()
         self.proc.terminate()
         self.proc.wait()
         shutil.rmtree(self.root, ignore_errors=True)
@@ -167,8 +170,8 @@ async def over_sockets() -> tuple[dict[str, tuple[float, float]], int]:
     return {
         "decision channel, metrics off": pct(res["off"][0]),
         "decision channel, metrics on + scraping": pct(res["on"][0]),
-        "HTTP POST /v1/mcp/decide, metrics off": pct(res["off"][1]),
-        "HTTP POST /v1/mcp/decide, metrics on + scraping": pct(res["on"][1]),
+        "blocking channel client, metrics off": pct(res["off"][1]),
+        "blocking channel client, metrics on + scraping": pct(res["on"][1]),
     }, len(scrapes)
 
 
@@ -184,7 +187,7 @@ def main() -> None:
     chan_p50 = res["decision channel, metrics off"][0]
     print(f"\nover the decision channel the decision itself is {res['in-process shim decision'][0] / chan_p50:.1%} of the round trip;"
           f" target 'well under 1 ms': p50 {chan_p50:.0f} us -> {'OK' if chan_p50 < 1000 else 'MISSED'}")
-    for what in ("decision channel", "HTTP POST /v1/mcp/decide"):
+    for what in ("decision channel", "blocking channel client"):
         (a50, a99), (b50, b99) = res[f"{what}, metrics off"], res[f"{what}, metrics on + scraping"]
         print(f"metrics on / off, {what}: p50 {b50 / a50:.2f}x, p99 {b99 / a99:.2f}x ({scrapes} scrapes during the run)")
     cnt = res["metrics: the per-decision count alone"][0]

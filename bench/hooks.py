@@ -105,7 +105,7 @@ def env_file(n: int = 60) -> str:
 
 
 def latency(d: Daemon, runs: int) -> None:
-    from agentsh.agent.core.client import SyncChannelClient
+    from agentsh.agent.core.client_sync import SyncChannelClient
 
     chan = SyncChannelClient(str(d.socket))
     session = "bench-latency"
@@ -152,7 +152,7 @@ def latency(d: Daemon, runs: int) -> None:
 
 
 def throughput(d: Daemon, seconds: float, clients: int) -> None:
-    from agentsh.agent.core.client import SyncChannelClient
+    from agentsh.agent.core.client_sync import SyncChannelClient
 
     done = [0] * clients
     lat: list[list[float]] = [[] for _ in range(clients)]

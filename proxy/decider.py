@@ -179,13 +179,6 @@ class SnapshotPoller:
             self._task = None
 
 
-def blocked_text(name: str, reason: str) -> str:
-    """The replacement text the agent (and the model) sees for a blocked call."""
-    if reason:
-        return f"[agentsh] Tool '{name}' blocked by policy: {reason}"
-    return f"[agentsh] Tool '{name}' blocked by policy"
-
-
 class ToolJudge:
     """Gate + decider + offline path: one verdict per tool call.
 

@@ -81,8 +81,8 @@ class BodyRedactor:
             doc = loads_ex(body)[0]
         except Unparseable:
             # not JSON (the upstream will refuse it): still never send the secret
-            red, counts = self.redact_text(text)
-            return (red.encode("utf-8") if counts else body), counts
+            red, found = self.redact_text(text)
+            return (red.encode("utf-8") if found else body), found
         counts: dict[str, int] = {}
         new = self._walk(doc, counts)
         if not counts:

@@ -38,7 +38,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -47,10 +46,11 @@ from typing import Any, Protocol
 
 import orjson
 
+from agentsh.agent.core.client_sync import ControlError
 from agentsh.agent.core.lenient_json import Unparseable, clip, loads_ex
 from agentsh.agent.core.policy.schema import Policy
-from agentsh.agent.core.sockets import ControlError
-from agentsh.proxy.rewrite import parse_args
+from agentsh.proxy.dialects import Dialect, credential_headers, dialect_of
+from agentsh.proxy.dialects.base import ToolResult, result_texts
 
 log = logging.getLogger("agentsh.proxy")
 
@@ -66,13 +66,6 @@ __all__ = [
     "session_key",
 ]
 
-RESULT_NEEDLES: dict[str, tuple[bytes, ...]] = {
-    "anthropic": (b"tool_result",),
-    # role "tool" messages carry tool_call_id; legacy role "function" replies follow a function_call
-    "openai": (b"tool_call_id", b"function_call"),
-    "openai-responses": (b"_call_output",),
-}
-_ASCII_ESCAPE = re.compile(rb"\\u00[0-7]")
 RECORD_TIMEOUT = 2.0
 """A record the daemon has not acknowledged by then counts as failed (and goes to the offline engine)."""
 SETTLE_SECONDS = 3.0
@@ -86,178 +79,25 @@ MAX_ARG_BYTES = 1 << 16
 UNKNOWN_TOOL = "unknown"
 LENIENT_MAX = 1 << 20
 """Request bodies larger than this are read by orjson only."""
-_SKIP_KEYS = frozenset(
-    {
-        "type", "id", "tool_use_id", "tool_call_id", "call_id", "media_type", "mime_type",
-        "cache_control", "citations", "annotations", "logprobs", "status", "is_error", "role",
-        "detail", "file_id", "name",
-    }
-)  # fmt: skip
-_BINARY_TYPES = frozenset(
-    {"image", "audio", "image_url", "input_image", "input_audio", "input_file", "file", "base64"}
-)
 
 
 # ------------------------------------------------------------------ extraction (pure)
 
 
-def may_carry_tool_result(dialect: str, body: bytes) -> bool:
-    """False only when no reading of ``body`` can hold a tool result (as
-    ``dialects.may_carry_tool_call``: a needle, a JSON escape of an ASCII
-    character, or UTF-16/32)."""
-    for n in RESULT_NEEDLES.get(dialect, ()):
-        if n in body:
-            return True
-    if b"\\u00" in body and _ASCII_ESCAPE.search(body) is not None:
-        return True
-    return body[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in body[:4]
+def may_carry_tool_result(dialect: Dialect | str, body: bytes) -> bool:
+    """False only when no reading of ``body`` can hold a tool result (the
+    dialect's needles, a JSON escape of an ASCII character, or UTF-16/32)."""
+    d = dialect_of(dialect)
+    return d is not None and d.may_carry_tool_result(body)
 
 
-@dataclass(slots=True)
-class ToolResult:
-    """One tool result of a request, with the call that produced it."""
-
-    call_id: str
-    tool_name: str | None
-    """None: its call is not in the request (the feed looks it up in what it remembers)."""
-    arguments: Any
-    content: list[str]
-    is_error: bool = False
-
-
-def result_texts(content: Any, budget: int) -> list[str]:
-    """The text of a tool result in any of the dialects' shapes, bounded by
-    ``budget`` characters: a string; a list of blocks / parts (``text``,
-    Anthropic ``document`` with a text source, ``search_result`` and nested
-    ``content``, OpenAI ``text`` / ``input_text`` / ``output_text`` parts).
-    Images, audio, files and base64 sources are skipped (no text the agent
-    could pass on verbatim), as are ids, types and other metadata. A string
-    that is JSON (an MCP result in Claude Code) is kept whole: the engine
-    opens it."""
-    out: list[str] = []
-    left = budget
-    stack: list[tuple[Any, int]] = [(content, 0)]
-    while stack and left > 0:
-        v, depth = stack.pop()
-        if isinstance(v, str):
-            if v:
-                out.append(v[:left])
-                left -= min(len(v), left)
-        elif isinstance(v, list):
-            if depth < 32:
-                stack.extend((x, depth + 1) for x in reversed(v))
-        elif isinstance(v, dict):
-            kind = v.get("type")
-            if depth >= 32 or (isinstance(kind, str) and kind in _BINARY_TYPES):
-                continue
-            if "data" in v and ("media_type" in v or "mime_type" in v) and v.get("type") != "text":
-                continue  # a base64 source by its shape
-            stack.extend(
-                (x, depth + 1)
-                for k, x in reversed(list(v.items()))
-                if isinstance(k, str) and k not in _SKIP_KEYS
-            )
-    return out
-
-
-def _name(v: Any) -> str | None:
-    return v if isinstance(v, str) and 0 < len(v) <= 256 else None
-
-
-def _anthropic(doc: dict[str, Any], budget: int) -> list[ToolResult]:
-    calls: dict[str, tuple[str | None, Any]] = {}
-    out: list[ToolResult] = []
-    msgs = doc.get("messages")
-    for m in msgs if isinstance(msgs, list) else ():
-        blocks = m.get("content") if isinstance(m, dict) else None
-        for b in blocks if isinstance(blocks, list) else ():
-            if not isinstance(b, dict):
-                continue
-            kind = b.get("type")
-            if kind == "tool_use":
-                cid = b.get("id")
-                if isinstance(cid, str):
-                    calls[cid] = (_name(b.get("name")), b.get("input"))
-            elif kind == "tool_result":
-                tid = b.get("tool_use_id")
-                if not isinstance(tid, str) or not tid:
-                    continue
-                name, args = calls.get(tid, (None, None))
-                out.append(ToolResult(tid, name, args, result_texts(b.get("content"), budget), b.get("is_error") is True))
-    return out
-
-
-def _openai_chat(doc: dict[str, Any], budget: int) -> list[ToolResult]:
-    calls: dict[str, tuple[str | None, Any]] = {}
-    last_fn: tuple[str | None, Any] = (None, None)
-    out: list[ToolResult] = []
-    msgs = doc.get("messages")
-    for i, m in enumerate(msgs if isinstance(msgs, list) else ()):
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role")
-        tcs = m.get("tool_calls")
-        for tc in tcs if isinstance(tcs, list) else ():
-            if not isinstance(tc, dict) or not isinstance(tc.get("id"), str):
-                continue
-            fn, cu = tc.get("function"), tc.get("custom")
-            if isinstance(fn, dict):
-                calls[tc["id"]] = (_name(fn.get("name")), parse_args(fn.get("arguments")))
-            elif isinstance(cu, dict):
-                calls[tc["id"]] = (_name(cu.get("name")), cu.get("input"))
-        fc = m.get("function_call")
-        if isinstance(fc, dict):
-            last_fn = (_name(fc.get("name")), parse_args(fc.get("arguments")))
-        if role == "tool":
-            tid = m.get("tool_call_id")
-            if isinstance(tid, str) and tid:
-                name, args = calls.get(tid, (None, None))
-                out.append(ToolResult(tid, name, args, result_texts(m.get("content"), budget)))
-        elif role == "function":  # the legacy functions API: no ids, one call at a time
-            name = _name(m.get("name")) or last_fn[0]
-            args = last_fn[1] if last_fn[0] == name else None
-            out.append(ToolResult(f"function#{i}:{name}", name, args, result_texts(m.get("content"), budget)))
-    return out
-
-
-_RESPONSES_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
-_RESPONSES_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
-
-
-def _openai_responses(doc: dict[str, Any], budget: int) -> list[ToolResult]:
-    calls: dict[str, tuple[str | None, Any]] = {}
-    out: list[ToolResult] = []
-    items = doc.get("input")
-    for it in items if isinstance(items, list) else ():
-        if not isinstance(it, dict):
-            continue
-        kind = it.get("type")
-        cid = it.get("call_id")
-        if not isinstance(cid, str) or not cid:
-            continue
-        if kind in _RESPONSES_CALLS:
-            raw = it.get(_RESPONSES_CALLS[kind])
-            calls[cid] = (_name(it.get("name")), parse_args(raw) if kind == "function_call" else raw)
-        elif kind in _RESPONSES_OUTPUTS:
-            name, args = calls.get(cid, (None, None))
-            out.append(ToolResult(cid, name, args, result_texts(it.get("output"), budget)))
-    return out
-
-
-_EXTRACT: dict[str, Callable[[dict[str, Any], int], list[ToolResult]]] = {
-    "anthropic": _anthropic,
-    "openai": _openai_chat,
-    "openai-responses": _openai_responses,
-}
-
-
-def extract_results(dialect: str, doc: Any, budget: int = 65536) -> list[ToolResult]:
+def extract_results(dialect: Dialect | str, doc: Any, budget: int = 65536) -> list[ToolResult]:
     """Every tool result of a parsed request body, in order, each with the
     name and arguments of its call when the request carries the call."""
-    fn = _EXTRACT.get(dialect)
-    if fn is None or not isinstance(doc, dict):
+    d = dialect_of(dialect)
+    if d is None or not isinstance(doc, dict):
         return []
-    return fn(doc, budget)
+    return d.extract_results(doc, budget)
 
 
 def parse_request(body: bytes) -> Any:
@@ -299,7 +139,7 @@ def bounded_arguments(args: Any, max_bytes: int = MAX_ARG_BYTES) -> dict[str, An
     small = clip(args, max_depth=6, max_items=32, max_str=4096)
     try:
         if len(orjson.dumps(small)) <= max_bytes:
-            return small  # type: ignore[no-any-return]
+            return small
     except (TypeError, orjson.JSONEncodeError):
         pass
     return {k: v[:4096] for k in _NAMING_KEYS if isinstance(v := args.get(k), str)}
@@ -308,7 +148,7 @@ def bounded_arguments(args: Any, max_bytes: int = MAX_ARG_BYTES) -> dict[str, An
 # ------------------------------------------------------------------ sessions
 
 _HEADER = "x-claude-code-session-id"
-_CREDENTIALS = ("x-api-key", "authorization", "api-key")
+_CREDENTIALS = credential_headers()
 
 
 _KEY_CACHE: dict[str, str] = {}
@@ -322,7 +162,8 @@ def session_key(headers: Any) -> str:
       ``CLAUDE_CODE_SESSION_ID``, so the proxy, the shims and the hooks share
       one flow session.
     * else ``llm-key:<hash>`` — one session per API credential (SHA-256 of
-      the ``x-api-key`` / ``Authorization`` / ``api-key`` header, truncated):
+      the first credential header of the registry's providers, ``x-api-key``
+      / ``Authorization`` / ``api-key`` / ``x-goog-api-key``, truncated):
       every conversation of an agent (of every agent using that key) on this
       machine is one session, so data read in one conversation and sent out
       in another is still a flow. Wider than a conversation, never narrower.
@@ -363,7 +204,7 @@ class ChannelFlowSink:
         self._client = client
 
     async def record(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return await self._client.request({**msg, "op": "flow_record"})  # type: ignore[no-any-return]
+        return await self._client.request({**msg, "op": "flow_record"})
 
 
 class LocalFlowSink:
@@ -521,7 +362,7 @@ class FlowFeed:
                 break
             del self.sessions[k]
 
-    def begin(self, dialect: str | None, headers: Any, body: bytes) -> RequestFlow | None:
+    def begin(self, dialect: Dialect | None, headers: Any, body: bytes) -> RequestFlow | None:
         """The request's flow view, and its records started (a task that runs
         while the request goes upstream). None: flow tracking is off or the
         path is not a dialect."""
@@ -544,7 +385,7 @@ class FlowFeed:
             self._expire()
         return RequestFlow(self, key, s, task, headers)
 
-    async def _records(self, key: str, s: _Session, dialect: str, body: bytes) -> None:
+    async def _records(self, key: str, s: _Session, dialect: Dialect, body: bytes) -> None:
         try:
             await asyncio.sleep(0)  # let the request go upstream first
             doc = parse_request(body)

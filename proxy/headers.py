@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from agentsh.proxy.dialects import secret_headers
+
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -26,9 +28,8 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "openai-api-key"}
-)
+SECRET_HEADERS = secret_headers()
+"""Every provider's credential headers (the dialect registry) and cookies."""
 # Host and Content-Length are written by the upstream client from what it actually sends.
 _REQ_DROP = frozenset(n.encode() for n in HOP_BY_HOP | {"host", "content-length", "expect"})
 _REQ_DROP_IDENTITY = _REQ_DROP | {b"accept-encoding"}

@@ -26,7 +26,12 @@ from typing import Any
 
 import click
 
-from agentsh.agent.core.client import ChannelClient, DaemonUnavailable, channel_path, default_socket
+from agentsh.agent.core.client_async import (
+    ChannelClient,
+    DaemonUnavailable,
+    channel_path,
+    default_socket,
+)
 from agentsh.agent.core.mcp.offline import SnapshotDecider
 from agentsh.agent.core.policy.schema import Policy
 from agentsh.proxy.bodystore import bodies_path
@@ -72,9 +77,10 @@ async def fetch_policy(chan: ChannelClient | None, policy_dir: str | None, attem
                 await asyncio.sleep(0.5)
     if policy_dir:
         from agentsh.agent.core.policy.loader import load_dir
+        from agentsh.proxy.dialects import check_policy
 
         log.warning("daemon unavailable (%s); using policy from %s", last, policy_dir)
-        return load_dir(Path(policy_dir)).policy
+        return load_dir(Path(policy_dir), (check_policy,)).policy
     raise SystemExit(f"agentsh-proxy: cannot get the policy from agentshd: {last}")
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentsh.agent.core.policy.schema import Policy
+from agentsh.proxy.dialects import Dialect, dialect_of
 from agentsh.proxy.flow_feed import ToolResult, extract_results
 
 log = logging.getLogger("agentsh.proxy")
@@ -82,7 +83,7 @@ class ToolResultInspector:
             self._verdicts.popitem(last=False)
         return v
 
-    def scan(self, dialect: str, doc: Any, session: str) -> list[tuple[ToolResult, Any]]:
+    def scan(self, dialect: Dialect | str, doc: Any, session: str) -> list[tuple[ToolResult, Any]]:
         """Findings of a parsed request (each result scanned, cached by content);
         emits the event of a finding once per call id and session."""
         out: list[tuple[ToolResult, Any]] = []
@@ -105,31 +106,12 @@ class ToolResultInspector:
             self._emit(ev.model_dump(mode="json", exclude_none=True))
         return out
 
-    def withhold(self, dialect: str, doc: dict[str, Any], found: list[tuple[ToolResult, Any]]) -> int:
+    def withhold(self, dialect: Dialect | str, doc: dict[str, Any], found: list[tuple[ToolResult, Any]]) -> int:
         """Replace the content of the flagged results in ``doc``; returns how many."""
-        why = {r.call_id: (r.tool_name, _reason(v)) for r, v in found}
-        n = 0
-        if dialect == "anthropic":
-            for m in doc.get("messages") or ():
-                for b in (m.get("content") if isinstance(m, dict) else None) or ():
-                    if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in why:
-                        tool, reason = why[b["tool_use_id"]]
-                        b["content"] = [{"type": "text", "text": withheld_text(tool, reason)}]
-                        b["is_error"] = True
-                        n += 1
-        elif dialect == "openai":
-            for m in doc.get("messages") or ():
-                if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") in why:
-                    tool, reason = why[m["tool_call_id"]]
-                    m["content"] = withheld_text(tool, reason)
-                    n += 1
-        elif dialect == "openai-responses":
-            for it in doc.get("input") or ():
-                if isinstance(it, dict) and str(it.get("type", "")).endswith("_call_output") and it.get("call_id") in why:
-                    tool, reason = why[it["call_id"]]
-                    it["output"] = withheld_text(tool, reason)
-                    n += 1
-        return n
+        d = dialect_of(dialect)
+        if d is None:
+            return 0
+        return d.withhold(doc, {r.call_id: withheld_text(r.tool_name, _reason(v)) for r, v in found})
 
     def stats(self) -> dict[str, Any]:
         return {"results_scanned": self.scanned, "results_flagged": self.flagged}

@@ -38,20 +38,12 @@ from agentsh.agent.core.mcp.types import Decision
 from agentsh.agent.core.policy.schema import Policy
 from agentsh.proxy.bodystore import BodyStore, bodies_path
 from agentsh.proxy.decider import Decider, NameGate, ToolJudge
-from agentsh.proxy.dialects import (
-    Route,
-    UsageScan,
-    error_body,
-    may_carry_tool_call,
-    media_type,
-    route,
-)
+from agentsh.proxy.dialects import Dialect, Route, media_type, route, usage_scan
 from agentsh.proxy.dlp import BodyRedactor
 from agentsh.proxy.encoding import DecodeError, Decoder, codings, decode_all
 from agentsh.proxy.flow_feed import (
     FlowFeed,
     RequestFlow,
-    may_carry_tool_result,
     parse_request,
     session_key,
 )
@@ -62,7 +54,7 @@ from agentsh.proxy.headers import (
 )
 from agentsh.proxy.result_scan import ToolResultInspector
 from agentsh.proxy.rewrite import Refused, rewrite
-from agentsh.proxy.sse import INTERCEPTORS, Counters, SSERelay
+from agentsh.proxy.sse import Counters, SSERelay
 from agentsh.proxy.upstream import BodyTooLarge, UpstreamError, UpstreamPool, UpstreamResponse
 
 log = logging.getLogger("agentsh.proxy")
@@ -191,7 +183,7 @@ class ProxyServer:
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 
-    async def _scan_results(self, dialect: str, session: str, body: bytes) -> None:
+    async def _scan_results(self, dialect: Dialect, session: str, body: bytes) -> None:
         try:
             doc = parse_request(body)
             if isinstance(doc, dict):
@@ -255,7 +247,7 @@ class ProxyServer:
 
     def _error(self, rt: Route, status: int, message: str) -> web.Response:
         return web.Response(
-            status=status, body=error_body(rt.provider, status, message), content_type="application/json"
+            status=status, body=rt.provider.error_body(status, message), content_type="application/json"
         )
 
     def _refuse(self, rt: Route, st: _ReqState, reason: str) -> web.Response:
@@ -280,13 +272,15 @@ class ProxyServer:
         if not target.startswith("/"):  # absolute-form request target
             target = request.rel_url.raw_path_qs
         rt = route(method, target, headers, self.cfg)
-        if self.selftests and rt.dialect is not None:  # agentshctl selftest: its loopback upstream
-            up = self.selftests.get(headers.get("x-agentsh-selftest", ""))
-            if up is not None:
-                rt = dataclasses.replace(rt, base_url=up)
-        path = request.path
-        send_body, redactions = body, {}
         st = _ReqState()
+        st.usage = usage_scan(rt.dialect)
+        if self.selftests and rt.dialect is not None:  # agentshctl selftest: its loopback upstream
+            selftest_up = self.selftests.get(headers.get("x-agentsh-selftest", ""))
+            if selftest_up is not None:
+                rt = dataclasses.replace(rt, base_url=selftest_up)
+        path = request.path
+        send_body: bytes = body
+        redactions: dict[str, int] = {}
         try:
             # Request body: DLP reads what the upstream will read, so every
             # content-coding the server did not undo is undone here and the
@@ -308,7 +302,7 @@ class ProxyServer:
                 # tool results become data origins (records run while the request goes upstream)
                 st.flow = self.flow.begin(rt.dialect, headers, body)
             ri = self.results
-            if ri.enabled and rt.dialect is not None and body and may_carry_tool_result(rt.dialect, body):
+            if ri.enabled and rt.dialect is not None and body and rt.dialect.may_carry_tool_result(body):
                 # indirect prompt injection in tool results (proxy/result_scan.py)
                 if ri.block:
                     doc = parse_request(body)
@@ -331,10 +325,10 @@ class ProxyServer:
                 up = await pool.request(pool.origin(rt.base_url), method, rt.target, header_block, send_body)
             except TimeoutError:
                 st.status, st.error = 504, "upstream timed out"
-                return self._error(rt, 504, f"agentsh proxy: upstream {rt.provider} timed out")
+                return self._error(rt, 504, f"agentsh proxy: upstream {rt.provider.name} timed out")
             except (UpstreamError, ValueError) as e:
                 st.status, st.error = 502, f"upstream unreachable: {e}"
-                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} unreachable ({e})")
+                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider.name} unreachable ({e})")
             except asyncio.CancelledError:
                 st.error = "client disconnected"
                 raise
@@ -366,15 +360,16 @@ class ProxyServer:
         finally:
             self._finish(path, rt, rid, t0, body, send_body, redactions, st)
 
-    def _judge(self, rid: str, dialect: str, st: _ReqState) -> Any:
+    def _judge(self, rid: str, dialect: Dialect, st: _ReqState) -> Any:
         """The per-request decision callback (built only when a tool call may be judged)."""
         tj = self.judge
+        name = dialect.name
 
-        async def judge(name: str, call_id: str, args: Any) -> Decision | None:
+        async def judge(tool: str, call_id: str, args: Any) -> Decision | None:
             t = time.perf_counter()
             try:
                 return await tj.judge(
-                    name=name, call_id=call_id, arguments=args, request_id=rid, dialect=dialect, flow=st.flow
+                    name=tool, call_id=call_id, arguments=args, request_id=rid, dialect=name, flow=st.flow
                 )
             finally:
                 st.waited += time.perf_counter() - t
@@ -433,7 +428,7 @@ class ProxyServer:
                 if isinstance(e, (DecodeError, BodyTooLarge)):
                     return self._refuse(rt, st, str(e))
                 st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
-                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
+                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider.name} failed mid-response")
             return await self._inspected_body(rt, up, rid, st, body, bool(applied))
         # SSE: look at the first bytes before deciding how the body reads
         chunks = up.iter_chunks()
@@ -463,9 +458,9 @@ class ProxyServer:
                 return self._refuse(rt, st, str(e))
             if not head:
                 st.status, st.error = 502, f"upstream read failed: {e.__class__.__name__}"
-                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider} failed mid-response")
+                return self._error(rt, 502, f"agentsh proxy: upstream {rt.provider.name} failed mid-response")
             chunks = _empty()
-        interceptor = INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect, st), st.c)
+        interceptor = rt.dialect.interceptor(self._judge(rid, rt.dialect, st), st.c)
         return await self._relay_stream(
             request, up, st, interceptor, decoder if decoder.stages else None, bytes(head), chunks
         )
@@ -476,7 +471,7 @@ class ProxyServer:
         assert rt.dialect is not None
         st.usage.scan(body)
         out = body
-        if may_carry_tool_call(rt.dialect, body):
+        if rt.dialect.may_carry_tool_call(body):
             try:
                 out = await self._decide_body(rt, rid, st, body)
             except Refused as e:
@@ -509,7 +504,7 @@ class ProxyServer:
             async def collect(b: bytes) -> None:
                 out.append(b)
 
-            relay = SSERelay(INTERCEPTORS[rt.dialect](self._judge(rid, rt.dialect, st), st.c), collect, self.cfg.max_sse_line_bytes)
+            relay = SSERelay(rt.dialect.interceptor(self._judge(rid, rt.dialect, st), st.c), collect, self.cfg.max_sse_line_bytes)
             await relay.feed(body)
             await relay.finish()
             if relay.refused is not None:
@@ -544,7 +539,7 @@ class ProxyServer:
             headers=client_response_headers(up.headers, up.get("connection"), drop_encoding=decoder is not None),
         )
         await resp.prepare(request)  # the head goes out with the first body bytes, in one packet
-        stored = [] if self.bodystore is not None else None
+        stored: list[bytes] | None = [] if self.bodystore is not None else None
         st.stored = stored
 
         async def write(b: bytes) -> None:
@@ -617,8 +612,8 @@ class ProxyServer:
             {
                 "type": "llm_request",
                 "request_id": rid,
-                "provider": rt.provider,
-                "dialect": rt.dialect,
+                "provider": rt.provider.name,
+                "dialect": rt.dialect.name if rt.dialect is not None else None,
                 "model": st.usage.model,
                 "path": path,
                 "status": st.status,
@@ -638,7 +633,7 @@ class ProxyServer:
         if self.bodystore is not None and st.stored is not None:
             self.bodystore.write(
                 request_id=rid,
-                provider=rt.provider,
+                provider=rt.provider.name,
                 path=path,
                 status=st.status,
                 request=sent,
@@ -661,7 +656,7 @@ class _ReqState:
         self.c = Counters()
         self.flow: RequestFlow | None = None
         """The request's data-flow view (None: flow tracking off, or not a dialect path)."""
-        self.usage = UsageScan()
+        self.usage = usage_scan(None)
         self.status = 0
         self.streaming = False
         self.error: str | None = None

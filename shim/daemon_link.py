@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import http.client
 import logging
-import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -24,12 +22,13 @@ from typing import Any
 
 import orjson
 
-from agentsh.agent.core.client import (
-    ControlClient,
+from agentsh.agent.core.api_models import ShimHeartbeat, ShimRegister, ShimUnregister
+from agentsh.agent.core.client_async import ControlClient
+from agentsh.agent.core.client_sync import (
     ControlError,
     DaemonUnavailable,
     SyncChannelClient,
-    SyncDecisionClient,
+    SyncControlClient,
 )
 from agentsh.agent.core.lenient_json import clip
 from agentsh.shim.spool import Spool
@@ -109,7 +108,7 @@ def bounded_arguments(args: Any, max_bytes: int = 1 << 16) -> dict[str, Any] | N
     small = clip(args, max_depth=6, max_items=32, max_str=4096)
     try:
         if len(orjson.dumps(small)) <= max_bytes:
-            return small  # type: ignore[no-any-return]
+            return small
     except (TypeError, orjson.JSONEncodeError):
         pass
     return {k: v[:4096] for k in _NAMING_KEYS if isinstance(v := args.get(k), str)}
@@ -119,91 +118,23 @@ class LinkDown(Exception):
     """The daemon cannot answer now (unreachable, timed out, or refused the request)."""
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("agentshd", timeout=timeout)
-        self._unix_path = path
-
-    def connect(self) -> None:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        try:
-            s.connect(self._unix_path)
-        except OSError:
-            s.close()
-            raise
-        self.sock = s
-
-
-class SyncControl:
-    """Blocking keep-alive HTTP over the Unix socket, one connection per thread.
-
-    Why not the asyncio ControlClient: a tools/call waits for its decision in a
-    relay thread; hopping to the event loop and through aiohttp costs about a
-    millisecond, a direct request on a kept-alive socket a fraction of that.
-    """
-
-    def __init__(self, socket_path: str) -> None:
-        self.socket_path = socket_path
-        self._local = threading.local()
-
-    def _conn(self, timeout: float) -> _UnixHTTPConnection:
-        c = getattr(self._local, "conn", None)
-        if c is None:
-            c = _UnixHTTPConnection(self.socket_path, timeout)
-            self._local.conn = c
-        c.timeout = timeout
-        if c.sock is not None:
-            c.sock.settimeout(timeout)
-        return c
-
-    def close(self) -> None:
-        c = getattr(self._local, "conn", None)
-        if c is not None:
-            c.close()
-            self._local.conn = None
-
-    def post(self, path: str, payload: Any, timeout: float) -> Any:
-        """POST JSON; returns the decoded body. Raises OSError/HTTPException on
-        transport problems and LinkDown on a non-2xx answer."""
-        body = orjson.dumps(payload)
-        headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
-        for attempt in (0, 1):
-            c = self._conn(timeout)
-            reused = c.sock is not None
-            try:
-                c.request("POST", path, body=body, headers=headers)
-                resp = c.getresponse()
-                raw = resp.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self.close()
-                if reused and attempt == 0:
-                    continue  # a kept-alive connection the daemon closed meanwhile
-                raise
-            except (OSError, http.client.HTTPException):
-                self.close()
-                raise
-            if resp.status >= 300:
-                raise LinkDown(f"HTTP {resp.status}: {raw[:200]!r}")
-            return orjson.loads(raw) if raw else None
-        raise LinkDown("unreachable")  # pragma: no cover
-
-
 class DaemonLink:
     def __init__(
         self,
         socket_path: str,
         spool: Spool,
-        register_payload: Callable[[], dict[str, Any]],
-        heartbeat_payload: Callable[[], dict[str, Any]],
+        register_payload: Callable[[], ShimRegister],
+        heartbeat_payload: Callable[[], ShimHeartbeat],
         on_reconnect: Callable[[], Awaitable[None]] | None = None,
         *,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
         reconnect_seconds: float = RECONNECT_SECONDS,
     ) -> None:
         self.client = ControlClient(socket_path, timeout=10.0)
-        self.sync = SyncControl(socket_path)
-        self.decisions = SyncDecisionClient(socket_path)
+        self.sync = SyncControlClient(socket_path)
+        """For requests of the relay threads (a tools/list to register), which
+        wait for the answer: no hop to the event loop."""
+        self.decisions = SyncChannelClient(socket_path)
         self.spool = spool
         self._register_payload = register_payload
         self._heartbeat_payload = heartbeat_payload
@@ -241,7 +172,7 @@ class DaemonLink:
     async def _register(self) -> bool:
         try:
             res = await asyncio.wait_for(
-                self.client.post("/v1/shims/register", self._register_payload()), 5.0
+                self.client.post("/v1/shims/register", self._register_payload().body()), 5.0
             )
         except (DaemonUnavailable, ControlError, TimeoutError, OSError) as e:
             self._set_down(f"register: {e}")
@@ -280,7 +211,7 @@ class DaemonLink:
                 await asyncio.wait_for(
                     self.client.post(  # with the final counters (a last heartbeat)
                         f"/v1/shims/{self.shim_id}/unregister",
-                        {**self._heartbeat_payload(), "exit_code": exit_code},
+                        ShimUnregister(**self._heartbeat_payload().model_dump(), exit_code=exit_code).body(),
                     ),
                     2.0,
                 )
@@ -322,11 +253,12 @@ class DaemonLink:
             raise LinkDown("daemon down")
         try:
             return self.sync.post(path, payload, timeout)
-        except LinkDown as e:
+        except ControlError as e:
+            # The daemon answered but refused: a bug or version skew, not an outage.
             log.error("agentshd refused %s: %s", path, e)
-            raise
-        except (OSError, http.client.HTTPException, orjson.JSONDecodeError) as e:
-            self._set_down(f"{path}: {e.__class__.__name__}: {e}")
+            raise LinkDown(str(e)) from e
+        except DaemonUnavailable as e:
+            self._set_down(f"{path}: {e}")
             raise LinkDown(str(e)) from e
 
     # ------------------------------------------------------------------ events
@@ -378,7 +310,7 @@ class DaemonLink:
             try:
                 await asyncio.wait_for(
                     self.client.post(
-                        f"/v1/shims/{self.shim_id}/heartbeat", self._heartbeat_payload()
+                        f"/v1/shims/{self.shim_id}/heartbeat", self._heartbeat_payload().body()
                     ),
                     5.0,
                 )

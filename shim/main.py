@@ -28,11 +28,13 @@ from typing import Any
 
 import click
 
-from agentsh.agent.core.client import cap_decision_request, default_socket
+from agentsh.agent.core.api_models import ShimHeartbeat, ShimRegister
+from agentsh.agent.core.client_sync import cap_decision_request, default_socket
 from agentsh.agent.core.events.models import ProtocolError, ShimExited, ShimRegistered
 from agentsh.agent.core.mcp.offline import LocalDecider, event_json, load_policy
 from agentsh.agent.core.mcp.serverid import server_id_for
 from agentsh.agent.core.mcp.types import Decision, DecisionRequest
+from agentsh.agent.core.vocab import SEVERITY_RANK as _RANK
 from agentsh.shim.daemon_link import (
     DaemonLink,
     FlowRecords,
@@ -45,7 +47,6 @@ from agentsh.shim.relay import Output, RelayStats, grow_pipe, pump_client, pump_
 from agentsh.shim.spool import Spool, spool_dir
 
 log = logging.getLogger("agentsh.shim")
-_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 DEFAULT_CONFIG_DIR = "/etc/agentsh"
 DEFAULT_STATE_DIR = "/var/lib/agentsh"
@@ -289,32 +290,25 @@ class Shim:
         if tools:
             await self.link.post("/v1/mcp/tools", self._tools_payload(tools, True), REGISTER_TIMEOUT)
 
-    def _register_payload(self) -> dict[str, Any]:
-        p: dict[str, Any] = {
-            "server_id": self.server_id,
-            "pid": self.pid,
-            "command": self.command,
-            "spool_dir": str(self.spool.dir),
-        }
-        if self.session_id:
-            p["session_id"] = self.session_id
-        return p
+    def _register_payload(self) -> ShimRegister:
+        return ShimRegister(server_id=self.server_id, pid=self.pid, command=self.command,
+                            spool_dir=str(self.spool.dir), session_id=self.session_id or None)
 
-    def _heartbeat_payload(self) -> dict[str, Any]:
+    def _heartbeat_payload(self) -> ShimHeartbeat:
         s = self.inspector.stats
         last = self.last_offline_at
         if self.link.spooled_at is not None and (last is None or self.link.spooled_at > last):
             last = self.link.spooled_at
-        return {
-            "tools": s.tools,
-            "calls": s.calls,
-            "blocks": s.blocks,
-            "offline_decisions": self.local.decisions,
-            "spooled": self.spool.written,
-            "last_offline_at": last,
-            "hidden": s.hidden,  # these and calls/blocks: cumulative, for the daemon's /metrics
-            "refused": sum(s.invalid.values()) + sum(s.oversized.values()),
-        }
+        return ShimHeartbeat(
+            tools=s.tools,
+            calls=s.calls,
+            blocks=s.blocks,
+            offline_decisions=self.local.decisions,
+            spooled=self.spool.written,
+            last_offline_at=last,
+            hidden=s.hidden,  # these and calls/blocks: cumulative, for the daemon's /metrics
+            refused=sum(s.invalid.values()) + sum(s.oversized.values()),
+        )
 
     def _report_protocol_errors(self) -> None:
         s = self.inspector.stats

@@ -62,10 +62,12 @@ HOLD_SIZE = 4 * READ_SIZE
 """Asked-for size of the hold pipe (the kernel may grant less: pipe-max-size)."""
 
 
+_tee_fn: Callable[[int, int, int, int], int] | None
 try:
-    _tee_fn = ctypes.CDLL(None, use_errno=True).tee  # not wrapped by the os module
-    _tee_fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint]
-    _tee_fn.restype = ctypes.c_ssize_t
+    _tee_c = ctypes.CDLL(None, use_errno=True).tee  # not wrapped by the os module
+    _tee_c.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint]
+    _tee_c.restype = ctypes.c_ssize_t
+    _tee_fn = _tee_c
 except (OSError, AttributeError):  # pragma: no cover - not glibc/musl Linux
     _tee_fn = None
 
@@ -73,8 +75,10 @@ except (OSError, AttributeError):  # pragma: no cover - not glibc/musl Linux
 def tee(fd_in: int, fd_out: int, size: int) -> int:
     """tee(2): duplicate up to ``size`` bytes of pipe ``fd_in`` into pipe ``fd_out``
     without consuming them; blocks until ``fd_in`` has data; 0 at end of file."""
+    if _tee_fn is None:  # pragma: no cover - callers check ``_tee_fn`` first
+        raise OSError(errno.ENOSYS, "tee(2) is not available")
     while True:
-        n: int = _tee_fn(fd_in, fd_out, size, 0)
+        n = _tee_fn(fd_in, fd_out, size, 0)
         if n >= 0:
             return n
         err = ctypes.get_errno()

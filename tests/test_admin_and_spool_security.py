@@ -53,7 +53,7 @@ def test_a_member_of_the_agent_group_cannot_post_privileged_event_types_under_an
     open_up(d, d.socket)
     code = f"""
 import asyncio, json
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 async def go():
     async with ControlClient({str(d.socket)!r}) as c:
         evs = [
@@ -83,7 +83,7 @@ def test_a_member_cannot_use_the_admin_socket_and_an_admin_group_member_can(daem
     d.start()
     open_up(d, d.socket, d.admin_socket)
     reload_code = f"""
-from agentsh.agent.core.client import call, ControlError
+from agentsh.agent.core.client_sync import call, ControlError
 try:
     call({str(d.admin_socket)!r}, "POST", "/v1/policy/reload", {{}})
     print("RELOADED")
@@ -131,7 +131,7 @@ time.sleep(60)
         assert st["sockets"]["agent"]["connections"] <= 16 + 1
         # a refused connection got a clear answer
         r = as_nobody(f"""
-from agentsh.agent.core.client import call, ControlError
+from agentsh.agent.core.client_sync import call, ControlError
 try:
     call({str(d.socket)!r}, "GET", "/v1/status")
 except ControlError as e:
@@ -204,7 +204,7 @@ def test_a_per_user_spool_announced_by_a_shim_is_ingested_with_that_users_author
         os.chmod(p, 0o755)
     r = as_nobody(f"""
 import asyncio
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 async def go():
     async with ControlClient({str(d.socket)!r}) as c:
         await c.post("/v1/shims/register", {{"server_id": "s", "command": ["x"], "spool_dir": {str(user_spool)!r}}})
@@ -247,7 +247,7 @@ def test_a_read_only_per_user_spool_is_ingested_once_not_every_round(daemon_fact
         subprocess.run(["mount", "-o", "remount,ro,bind", str(user_spool)], check=True)
         r = as_nobody(f"""
 import asyncio
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 async def go():
     async with ControlClient({str(d.socket)!r}) as c:
         await c.post("/v1/shims/register", {{"server_id": "s", "command": ["x"], "spool_dir": {str(user_spool)!r}}})

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from agentsh.agent.core.client import ControlClient, ControlError
+from agentsh.agent.core.client_async import ChannelClient, ControlClient, ControlError, channel_path
 from agentsh.agent.core.mcp.hashing import tool_hash
 from agentsh.agent.ctl.mcp import mcp as mcp_cli
 from tests.conftest import BASE_TEST_POLICY, DaemonProc, short_tmpdir, wait_for
@@ -72,6 +72,15 @@ async def post_admin(d: DaemonProc, path: str, payload: Any) -> Any:
         return await c.post(path, payload)
 
 
+async def decide(d: DaemonProc, request: dict[str, Any]) -> Any:
+    """A decision on the line channel (the one decision transport)."""
+    c = ChannelClient(channel_path(d.socket))
+    try:
+        return await c.decide(request)
+    finally:
+        await c.close()
+
+
 async def get(d: DaemonProc, path: str) -> Any:
     async with ControlClient(str(d.socket)) as c:
         return await c.get(path)
@@ -95,11 +104,11 @@ async def test_register_then_decide_over_the_socket(agentshd: DaemonProc) -> Non
     assert (seen["server_id"], seen["session_id"], seen["status"]) == (
         "filesystem", "sess-a", "new")
 
-    d = await post(agentshd, "/v1/mcp/decide", {
+    d = await decide(agentshd, {
         "tool_name": "read_file", "server_id": "filesystem", "jsonrpc_id": 3,
         "arguments": {"q": "x"}, "session_id": "sess-a"})
     assert (d["action"], d["known"], d["tool_hash"]) == ("allow", True, tool_hash(tool("read_file")))
-    d = await post(agentshd, "/v1/mcp/decide", {
+    d = await decide(agentshd, {
         "tool_name": "mcp__filesystem__execute_command", "source": "proxy",
         "dialect": "anthropic", "request_id": "req_9", "tool_call_id": "toolu_9",
         "arguments": {"cmd": "id"}})
@@ -112,15 +121,22 @@ async def test_register_then_decide_over_the_socket(agentshd: DaemonProc) -> Non
         "allow", "read_file", {"q": "x"})
 
 
-async def test_batch_decisions_and_unknown_tools(agentshd: DaemonProc) -> None:
-    res = await post(agentshd, "/v1/mcp/decide", {"requests": [
+async def test_decisions_of_unknown_and_known_tools(agentshd: DaemonProc) -> None:
+    res = [await decide(agentshd, r) for r in (
         {"tool_name": "Bash", "source": "proxy", "dialect": "openai", "request_id": "r",
          "tool_call_id": "c1"},
         {"tool_name": "read_file", "source": "proxy", "dialect": "openai", "request_id": "r",
          "tool_call_id": "c2", "emit": False},
-    ]})
-    assert [(x["action"], x["known"]) for x in res["decisions"]] == [
-        ("allow", False), ("allow", True)]
+    )]
+    assert [(x["action"], x["known"]) for x in res] == [("allow", False), ("allow", True)]
+
+
+async def test_there_is_no_http_decision_endpoint(agentshd: DaemonProc) -> None:
+    """Decisions travel on the channel only (it holds a call back until its
+    flow session's results are recorded; an HTTP twin would not)."""
+    with pytest.raises(ControlError) as ei:
+        await post(agentshd, "/v1/mcp/decide", {"tool_name": "read_file", "server_id": "filesystem"})
+    assert ei.value.status == 404
 
 
 @pytest.mark.parametrize(("payload", "msg"), [
@@ -128,17 +144,15 @@ async def test_batch_decisions_and_unknown_tools(agentshd: DaemonProc) -> None:
     ({"tool_name": 5}, "tool_name"),
     ({"tool_name": "t", "bogus": 1}, "unknown field(s): bogus"),
     ({"tool_name": "t", "server_id": 7}, "server_id must be a string"),
-    ({"tool_name": "t", "source": "proxy"}, "dialect must be one of"),
+    ({"tool_name": "t", "source": "proxy"}, "dialect is required for source 'proxy'"),
     ({"tool_name": "t", "pid": True}, "pid must be an integer"),
     ({"tool_name": "t", "emit": "no"}, "emit must be a boolean"),
-    ({"requests": [{"tool_name": "t"}, {}]}, "requests[1]: tool_name"),
-    ([1, 2], "expected a JSON object"),
 ])
 async def test_decide_rejects_bad_input_with_400(
     agentshd: DaemonProc, payload: Any, msg: str
 ) -> None:
     with pytest.raises(ControlError) as ei:
-        await post(agentshd, "/v1/mcp/decide", payload)
+        await decide(agentshd, payload)
     assert ei.value.status == 400
     assert msg in ei.value.body["error"]
 
@@ -148,7 +162,7 @@ async def test_invalid_json_is_400(agentshd: DaemonProc) -> None:
 
     conn = aiohttp.UnixConnector(path=str(agentshd.socket))
     async with aiohttp.ClientSession(connector=conn) as s, s.post(
-        "http://x/v1/mcp/decide", data=b"{nope"
+        "http://x/v1/mcp/tools", data=b"{nope"
     ) as r:
         assert r.status == 400
         assert "invalid JSON" in (await r.json())["error"]
@@ -172,11 +186,11 @@ async def test_rate_limit_over_the_socket(agentshd: DaemonProc) -> None:
     await post(agentshd, "/v1/mcp/tools", {"server_id": "limited", "tools": [tool("ping")]})
     actions = []
     for _ in range(4):
-        d = await post(agentshd, "/v1/mcp/decide", {"tool_name": "ping", "server_id": "limited"})
+        d = await decide(agentshd, {"tool_name": "ping", "server_id": "limited"})
         actions.append(d["action"])
     # burst 2 at 6/min: at most one token can refill during the loop
     assert actions[:2] == ["allow", "allow"] and "block" in actions[2:]
-    d = await post(agentshd, "/v1/mcp/decide", {"tool_name": "ping", "server_id": "limited"})
+    d = await decide(agentshd, {"tool_name": "ping", "server_id": "limited"})
     if d["action"] == "block":
         assert d["reason"] == 'rate limit exceeded for server "limited"'
 
@@ -188,7 +202,7 @@ async def test_changed_tool_is_blocked_until_approved(agentshd: DaemonProc) -> N
     assert (v["status"], v["blocked"]) == ("changed", True)
     changed = agentshd.wait_event("mcp_tool_changed", lambda e: e["server_id"] == "rug")
     assert changed["action"] == "block" and changed["changes"][0]["field"] == "description"
-    d = await post(agentshd, "/v1/mcp/decide", {"tool_name": "fetch", "server_id": "rug"})
+    d = await decide(agentshd, {"tool_name": "fetch", "server_id": "rug"})
     assert d["action"] == "block" and d["reason"].startswith('tool "fetch" hash changed (pinned: ')
 
     shown = await get(agentshd, "/v1/mcp/registry/rug/fetch")
@@ -204,7 +218,7 @@ async def test_changed_tool_is_blocked_until_approved(agentshd: DaemonProc) -> N
     r = await cli(agentshd, "approve", "rug:fetch")
     assert r.exit_code == 0, r.output
     assert r.output.startswith("approved rug:fetch ")
-    d = await post(agentshd, "/v1/mcp/decide", {"tool_name": "fetch", "server_id": "rug"})
+    d = await decide(agentshd, {"tool_name": "fetch", "server_id": "rug"})
     assert d["action"] == "allow"
     shown = await get(agentshd, "/v1/mcp/registry/rug/fetch")
     assert (shown["status"], shown["approved_by"]) == ("approved", "root")  # from SO_PEERCRED
@@ -265,7 +279,7 @@ async def test_calls_and_events_commands_read_the_log(agentshd: DaemonProc) -> N
     await post(agentshd, "/v1/mcp/tools", {"server_id": "callsrv", "tools": [
         tool("ok_tool"), tool("execute_command")]})
     for name in ("ok_tool", "execute_command"):
-        await post(agentshd, "/v1/mcp/decide", {"tool_name": name, "server_id": "callsrv",
+        await decide(agentshd, {"tool_name": name, "server_id": "callsrv",
                                                 "jsonrpc_id": name})
     agentshd.wait_event("mcp_tool_called", lambda e: e.get("jsonrpc_id") == "execute_command")
     r = await cli(agentshd, "calls", "--server", "callsrv", "--action", "block",

@@ -94,13 +94,6 @@ def test_status_and_proxy_env_against_a_daemon_use_the_blocking_client(daemon: D
     assert st.returncode in (0, 1) and '"healthy"' in st.stdout
 
 
-def test_mcp_severities_are_the_policys(tmp_path: Path) -> None:
-    from agentsh.agent.core.policy.schema import SEVERITY_RANK
-    from agentsh.agent.ctl.mcp import SEVERITY_RANK as CTL_RANK
-
-    assert CTL_RANK == SEVERITY_RANK
-
-
 def test_completion_scripts_and_lazy_completion_of_command_names() -> None:
     for shell in ("bash", "zsh", "fish"):
         r = subprocess.run([AGENTSHCTL, "completion", shell], capture_output=True, text=True)

@@ -17,7 +17,7 @@ from tests.conftest import DaemonProc, read_events, wait_for
 
 SENDER = r"""
 import asyncio, sys
-from agentsh.agent.core.client import ChannelClient, ControlClient, channel_path
+from agentsh.agent.core.client_async import ChannelClient, ControlClient, channel_path
 
 sock, kind, tag = sys.argv[1], sys.argv[2], sys.argv[3]
 

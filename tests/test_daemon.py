@@ -12,7 +12,7 @@ import subprocess
 import orjson
 import pytest
 
-from agentsh.agent.core.client import ChannelClient, ControlClient, ControlError, channel_path
+from agentsh.agent.core.client_async import ChannelClient, ControlClient, ControlError, channel_path
 from tests.conftest import AGENTSHCTL, BASE_TEST_POLICY, DaemonProc, read_events, wait_for
 
 
@@ -303,7 +303,7 @@ def test_decision_channel_refuses_unprivileged_peer(daemon: DaemonProc) -> None:
     os.chmod(daemon.socket.parent, 0o755)
     code = (
         "import asyncio,sys\n"
-        "from agentsh.agent.core.client import ChannelClient, channel_path\n"
+        "from agentsh.agent.core.client_async import ChannelClient, channel_path\n"
         "async def go():\n"
         f"    c = ChannelClient(channel_path({str(daemon.socket)!r}))\n"
         "    try:\n"
@@ -365,7 +365,7 @@ def test_spooled_events_from_unprivileged_owners_cannot_forge_daemon_events(daem
     assert not [e for e in daemon.events("policy_loaded") if e["hash"] == "sha256:forged"]
 
 
-@pytest.mark.parametrize("path", ["/v1/events", "/v1/shims/register", "/v1/mcp/tools", "/v1/mcp/decide"])
+@pytest.mark.parametrize("path", ["/v1/events", "/v1/shims/register", "/v1/mcp/tools"])
 def test_invalid_json_body_is_a_400_with_the_reason(daemon: DaemonProc, path: str) -> None:
     import aiohttp
 

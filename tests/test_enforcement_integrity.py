@@ -27,7 +27,7 @@ import psutil
 import pytest
 from fake_llm_upstream import FakeUpstream, Scenario, tool
 
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 from tests.conftest import DaemonProc, wait_for
 
 

@@ -24,7 +24,7 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 from pydantic import BaseModel, ValidationError
 
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 from agentsh.agent.core.events import models as m
 from agentsh.agent.core.events.contract import (
     ENVELOPE_REQUIRED,

@@ -108,6 +108,8 @@ def _sample_value(ann: Any) -> Any:
     args = typing.get_args(ann)
     if origin is typing.Literal:
         return args[0]
+    if origin is typing.Annotated:  # e.g. the identifier types of agent/core/vocab.py
+        return _sample_value(args[0])
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         return _sample_value(next(a for a in args if a is not type(None)))
     if origin is list:

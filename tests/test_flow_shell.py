@@ -288,6 +288,14 @@ def test_hostile_command_lines_never_crash(cmd: str) -> None:
     assert a.classification in ("internal", "external", "hybrid")
 
 
+@pytest.mark.parametrize("cmd", ["curl -K /tmp/opts https://x.example", "curl --config=/tmp/opts x.example"])
+def test_curl_reading_its_options_from_a_file_is_undecidable(cmd: str) -> None:
+    # the options (URL, data, uploads) are in a file the analysis cannot see
+    a = analyze(cmd)
+    assert a.opaque and a.why_opaque == "curl reads options from a file"
+    assert a.classification == "hybrid" and "/tmp/opts" in a.uploads
+
+
 def test_overlong_command_lines_are_undecidable_not_slow() -> None:
     a = analyze("cat x | " * 20000 + "b")
     assert a.opaque and a.why_opaque == "too long to analyse" and a.classification == "hybrid"

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from agentsh.agent import hook_cmd
-from agentsh.agent.core.client import channel_path
+from agentsh.agent.core.client_sync import channel_path
 from agentsh.agent.daemon.hooks import hooks_conf_path
 from tests.conftest import DaemonProc, short_tmpdir
 

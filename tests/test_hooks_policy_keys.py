@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.core.client import SyncChannelClient
+from agentsh.agent.core.client_sync import SyncChannelClient
 from agentsh.agent.core.flow import FlowEngine
 from agentsh.agent.core.mcp.service import MCPService
 from agentsh.agent.core.policy.schema import Policy

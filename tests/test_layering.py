@@ -32,6 +32,21 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     SHIM: (DAEMON, CTL, NETMON, PROXY),
 }  # fmt: skip
 
+REGISTRY = "agentsh.proxy.dialects"
+ALLOWED: dict[str, str] = {CTL: REGISTRY, DAEMON: REGISTRY}
+"""The one proxy module the daemon and the CLI may import: the dialect registry,
+to check ``proxy.providers`` keys (docs/architecture.md "Code layout"); names
+imported from it, never its submodules."""
+
+
+def _allowed(layer: str, target: str) -> bool:
+    reg = ALLOWED.get(layer)
+    if reg is None or not (target == reg or target.startswith(reg + ".")):
+        return False
+    rest = target[len(reg) + 1 :]
+    return target == reg or ("." not in rest and not (REPO / "proxy" / "dialects" / f"{rest}.py").exists()
+                             and not (REPO / "proxy" / "dialects" / rest).is_dir())
+
 
 def module_name(path: Path) -> str:
     rel = path.relative_to(REPO)
@@ -67,7 +82,7 @@ def violations(source: str, module: str, is_package: bool = False) -> list[str]:
             continue
         for line, target in imported(source, module, is_package):
             for b in banned:
-                if target == b or target.startswith(b + "."):
+                if (target == b or target.startswith(b + ".")) and not _allowed(layer, target):
                     found.append(f"{module}:{line} imports {target} ({layer} must not import {b})")
     return sorted(set(found))
 
@@ -91,10 +106,19 @@ def test_no_module_imports_against_the_layering() -> None:
         ("agentsh.agent.netmon.api", "from agentsh.agent.daemon.jsonhttp import RouteSet\n"),
         ("agentsh.agent.ctl.status", "from agentsh.shim import main\n"),
         ("agentsh.proxy.server", "from ..agent.daemon.metrics import Buckets\n"),
+        ("agentsh.agent.ctl.policy_cmd", "from agentsh.proxy.dialects.gemini import DIALECT\n"),
+        ("agentsh.agent.daemon.app", "import agentsh.proxy.sse\n"),
+        ("agentsh.agent.core.policy.store", "from agentsh.proxy.dialects import check_policy\n"),
     ],
 )
 def test_the_checker_catches_a_forbidden_import(module: str, source: str) -> None:
     assert violations(source, module), f"not caught: {source!r} in {module}"
+
+
+def test_the_daemon_and_cli_may_import_the_dialect_registry_only() -> None:
+    src = "from agentsh.proxy.dialects import check_policy\n"
+    assert violations(src, "agentsh.agent.ctl.policy_cmd") == []
+    assert violations(src, "agentsh.agent.daemon.app") == []
 
 
 def test_the_checker_allows_imports_of_the_core() -> None:

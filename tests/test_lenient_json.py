@@ -108,7 +108,7 @@ def test_clip_bounds_depth_items_and_strings() -> None:
 def test_a_decision_request_is_bounded_whatever_the_shape_of_its_arguments() -> None:
     import orjson
 
-    from agentsh.agent.core.client import MAX_DECISION_ARGS_BYTES, cap_decision_request
+    from agentsh.agent.core.client_sync import MAX_DECISION_ARGS_BYTES, cap_decision_request
 
     wide = {f"a{i}": {f"b{j}": "x" * 16384 for j in range(60)} for i in range(60)}  # 59 MB in small pieces
     deep = lj.loads(b'{"d":' + b"[" * 5000 + b'"' + b"y" * 100 + b'"' + b"]" * 5000 + b"}")  # orjson cannot encode it

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentsh.agent import hook_cmd
-from agentsh.agent.core.client import ControlClient, ControlError
+from agentsh.agent.core.client_async import ChannelClient, ControlClient, ControlError, channel_path
 from tests.conftest import DaemonProc, wait_for
 from tests.test_enforcement_integrity import (
     ask,
@@ -160,11 +160,13 @@ mcp:
             await s.call_tool("fetch_data", {"url": "https://example.org"})
     d.wait_event("shim_exited", lambda e: e["server_id"] == "poison")
 
-    # 2. a blocked tool asked for on the agent socket (as the proxy would)
+    # 2. a blocked tool asked for on the decision channel (as the proxy would)
+    chan = ChannelClient(channel_path(d.socket))
+    dec = await chan.decide({"tool_name": "fetch_data", "server_id": "elsewhere", "source": "proxy",
+                             "dialect": "anthropic", "request_id": "r1", "tool_call_id": "c1"})
+    await chan.close()
+    assert dec["action"] == "block" and dec["reason"] == "tool denied"
     async with ControlClient(str(d.socket)) as c:
-        dec = await c.post("/v1/mcp/decide", {"tool_name": "fetch_data", "server_id": "elsewhere", "source": "proxy",
-                                              "dialect": "anthropic", "request_id": "r1", "tool_call_id": "c1"})
-        assert dec["action"] == "block" and dec["reason"] == "tool denied"
         # 3. events handed in
         posted = await c.post("/v1/events", {"events": [
             {"type": "protocol_error", "source": "shim", "layer": "shim", "detail": f"metrics test {i}"} for i in range(5)

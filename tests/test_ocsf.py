@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 from ocsf_json_schema import get_ocsf_schema
 
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 from agentsh.agent.core.events import models as m
 from agentsh.agent.core.events.ocsf import (
     ACTION,

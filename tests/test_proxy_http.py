@@ -16,7 +16,7 @@ import orjson
 import pytest
 from fake_llm_upstream import ProxyHarness, Scenario, anthropic_events, text, tool
 
-from agentsh.agent.core.client import ControlClient
+from agentsh.agent.core.client_async import ControlClient
 from agentsh.proxy.decider import DaemonDecider
 from agentsh.proxy.reporter import EventReporter
 
@@ -171,8 +171,8 @@ def test_upstream_unreachable_returns_provider_error_shapes(harness: ProxyHarnes
     dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     s.close()
     pol = harness.policy(tmp_path)
-    pol.proxy.providers.anthropic.base_url = dead
-    pol.proxy.providers.openai.base_url = dead
+    pol.proxy.providers["anthropic"].base_url = dead
+    pol.proxy.providers["openai"].base_url = dead
     harness.run(_apply(harness, pol))
     ac = anthropic.Anthropic(base_url=harness.url, api_key="k", max_retries=0)
     with pytest.raises(anthropic.APIStatusError) as ei:

@@ -95,6 +95,7 @@ def test_proxy_env_prints_sdk_base_urls() -> None:
     assert r.output.splitlines() == [
         "export ANTHROPIC_BASE_URL=http://127.0.0.1:9999",
         "export OPENAI_BASE_URL=http://127.0.0.1:9999/v1",
+        "export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9999",
     ]
     assert base_urls("[::1]:8765")["OPENAI_BASE_URL"] == "http://[::1]:8765/v1"
     assert base_urls("0.0.0.0:8765")["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8765"

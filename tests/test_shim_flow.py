@@ -28,7 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from agentsh.agent.core.client import SyncChannelClient
+from agentsh.agent.core.client_sync import SyncChannelClient
 from agentsh.agent.daemon.hooks import RESULT_WAIT_SECONDS
 from agentsh.shim.daemon_link import bounded_arguments, mcp_result_content
 from tests.conftest import BASE_TEST_POLICY, SHIM, DaemonProc, wait_for

@@ -287,6 +287,14 @@ async def test_shim_reconnects_when_the_daemon_comes_back(
             "mcp_tool_called", lambda e: (e.get("input") or {}).get("topic") == "after reconnect"
         )
         assert ev["action"] == "allow" and ev["tool_hash"], "decided by the daemon's registry"
+        # the calls it decided alone are not forgotten: status is degraded and names the shim
+        def offline_reasons() -> list[str]:
+            st = orjson.loads(d.ctl("status", "--json").stdout)
+            return [r for r in st["degraded_reasons"] if r.startswith("shim poison") and "offline" in r]
+
+        reasons = wait_for(offline_reasons, 30, what="the shim's offline decisions in status")
+        assert "decided 1 calls offline" in reasons[0], reasons
+        assert d.ctl("status").returncode == 1
     d.wait_event("mcp_tool_called", lambda e: (e.get("input") or {}).get("topic") == "while down")
 
 

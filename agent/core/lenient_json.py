@@ -201,8 +201,8 @@ def _parse_deep(text: str, max_depth: int) -> Any:
         top = stack[-1] if stack else None
         if root is not _END and top is None:
             raise fail("extra data")
-        kind = m.lastgroup
-        tok = m.group(kind)  # type: ignore[arg-type]
+        kind = m.lastgroup or ""  # every alternative of _TOKEN is a named group
+        tok = m.group(kind)
         expecting = top[2] if top is not None else "value"
         if kind == "punct":
             if tok in "[{":
@@ -220,19 +220,19 @@ def _parse_deep(text: str, max_depth: int) -> Any:
                     raise fail("unexpected " + tok)
                 stack.pop()
             elif tok == ",":
-                if expecting != "sep":
+                if expecting != "sep" or top is None:  # "sep" is only expected inside a container
                     raise fail("unexpected ,")
-                top[2] = "value" if isinstance(top[0], list) else "key"  # type: ignore[index]
+                top[2] = "value" if isinstance(top[0], list) else "key"
             else:  # ':'
-                if expecting != "colon":
+                if expecting != "colon" or top is None:
                     raise fail("unexpected :")
-                top[2] = "value"  # type: ignore[index]
+                top[2] = "value"
             continue
         if expecting in ("key", "firstkey"):
-            if kind != "str":
+            if kind != "str" or top is None:  # keys are only expected inside an object
                 raise fail("expected a key")
-            top[1] = json.loads(tok, strict=False)  # type: ignore[index]
-            top[2] = "colon"  # type: ignore[index]
+            top[1] = json.loads(tok, strict=False)
+            top[2] = "colon"
             continue
         if expecting not in ("value", "first"):
             raise fail("unexpected value")

@@ -239,8 +239,8 @@ def _digit_windows(text: str) -> Iterator[tuple[int, int]]:
     """(lo, hi) slices around each digit run; lookarounds get 3 chars of context."""
     n = len(text)
     if not text.isascii():
-        for run in _DIGIT_RUN.finditer(text):
-            yield max(0, run.start() - 3), min(n, run.end() + 3)
+        for found in _DIGIT_RUN.finditer(text):
+            yield max(0, found.start() - 3), min(n, found.end() + 3)
         return
     marks = text.encode("ascii").translate(_DIGIT_TABLE)
     p = marks.find(_DDD)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
+from agentsh.agent.core.client_sync import ControlError, DaemonUnavailable, call
 from agentsh.agent.ctl.common import api, die, print_json, socket_of
 
 

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
+from agentsh.agent.core.client_sync import ControlError, DaemonUnavailable, call
 
 
 def socket_of(ctx: click.Context, admin: bool = False) -> str | None:

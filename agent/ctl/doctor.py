@@ -85,11 +85,10 @@ def check_bcc() -> Check:
             f"`import bcc` is an unrelated package ({path}), not BCC",
             "pip uninstall bcc (PyPI's 'bcc' is a different library); use Debian's python3-bpfcc",
         )
-    ver = ""
     try:
         from bcc.version import __version__ as ver
     except ImportError:
-        pass
+        ver = ""
     if not path.startswith("/usr/lib/python3/dist-packages/"):
         return Check(
             "bcc",
@@ -216,7 +215,7 @@ def check_kernel() -> list[Check]:
 
 
 def check_daemon(socket_path: str | None) -> list[Check]:
-    from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
+    from agentsh.agent.core.client_sync import ControlError, DaemonUnavailable, call
 
     try:
         st = call(socket_path, "GET", "/v1/status")

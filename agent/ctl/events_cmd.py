@@ -10,8 +10,8 @@ from typing import Any
 import click
 import orjson
 
+from agentsh.agent.core.client_sync import DaemonUnavailable, call
 from agentsh.agent.core.events import reader
-from agentsh.agent.core.sockets import DaemonUnavailable, call
 from agentsh.agent.ctl.common import api, die, print_json, socket_of
 
 # agentsh.agent.core.events.models (pydantic) is imported only where it is used:
@@ -37,11 +37,14 @@ def read_events(
     types: Iterable[str],
     since: str | None,
     follow: bool,
-    **flow: str | None,
+    *,
+    session_id: str | None = None,
+    min_risk: str | None = None,
+    flow_type: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Events from the log (--events, else the daemon's): exits with a message
-    when there is no log or --since does not parse. ``flow``: ``session_id``,
-    ``min_risk``, ``flow_type`` filters (agent/core/events/reader.py)."""
+    when there is no log or --since does not parse. ``session_id``,
+    ``min_risk``, ``flow_type``: the flow filters (agent/core/events/reader.py)."""
     path = events_path(ctx, events_file)
     if not path.exists() and not follow:
         die(f"no event log at {path}")
@@ -49,7 +52,10 @@ def read_events(
         since_dt = reader.parse_since(since) if since else None
     except ValueError as e:
         die(str(e))
-    return reader.iter_events(str(path), types=set(types) or None, since=since_dt, follow=follow, **flow)
+    return reader.iter_events(
+        str(path), types=set(types) or None, since=since_dt, follow=follow,
+        session_id=session_id, min_risk=min_risk, flow_type=flow_type,
+    )
 
 
 @click.group()

@@ -278,7 +278,7 @@ def uninstall(agent: str, scope: str, settings: Path | None, dry_run: bool) -> N
 
 
 def _daemon_status(socket: str | None) -> tuple[dict[str, Any] | None, str]:
-    from agentsh.agent.core.sockets import ControlError, DaemonUnavailable, call
+    from agentsh.agent.core.client_sync import ControlError, DaemonUnavailable, call
 
     try:
         return call(socket, "GET", "/v1/status"), ""
@@ -295,7 +295,7 @@ def _warn_daemon(socket: str | None) -> None:
 
 
 def status_report(socket: str | None, scopes: dict[str, Path]) -> dict[str, Any]:
-    files = []
+    files: list[dict[str, Any]] = []  # JSON rows
     for scope, path in scopes.items():
         try:
             doc, _ = _load(path)

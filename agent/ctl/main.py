@@ -127,7 +127,7 @@ def cli(ctx: click.Context, socket_path: str | None, admin_socket: str | None) -
     approve, bpf detach, events reopen) use the admin socket (root and group
     agentsh-admin) and are audited as admin_action events.
     """
-    from agentsh.agent.core.sockets import admin_socket_path, default_socket
+    from agentsh.agent.core.client_sync import admin_socket_path, default_socket
 
     ctx.ensure_object(dict)
     ctx.obj["socket"] = socket_path or default_socket()

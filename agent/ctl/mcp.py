@@ -15,13 +15,9 @@ import click
 import orjson
 
 from agentsh.agent.core.mcp.hashing import short_hash
+from agentsh.agent.core.vocab import SEVERITY_RANK
 from agentsh.agent.ctl.common import api, die, print_json, table
 from agentsh.agent.ctl.events_cmd import read_events
-
-# The policy's severities (agent/core/policy/schema.py SEVERITY_RANK), literal here so
-# `agentshctl mcp ...` does not import the pydantic models to start; a test checks
-# that the two agree (docs/operations.md "CLI start-up").
-SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 MCP_EVENT_TYPES = (
     "mcp_tool_seen",

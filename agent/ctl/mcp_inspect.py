@@ -18,12 +18,12 @@ from typing import Any
 import click
 import orjson
 
+from agentsh.agent.core.vocab import SEVERITIES
 from agentsh.agent.ctl.common import print_json, table
 
 __all__ = ["inspect", "tools_from_document"]
 
 EXIT_FOUND = 3
-SEVERITIES = ("low", "medium", "high", "critical")
 
 
 def tools_from_document(doc: Any) -> list[dict[str, Any]]:

@@ -125,7 +125,7 @@ def wiring_of(entry: dict[str, Any]) -> list[str]:
 def daemon_wiring(socket_path: str | None, config_dir: str | None, state_dir: str | None) -> tuple[list[str], str | None]:
     """Shim options that tie it to the running daemon, and a warning if the
     daemon could not be asked where its policy and state live."""
-    from agentsh.agent.core.sockets import DaemonUnavailable, call, default_socket
+    from agentsh.agent.core.client_sync import DaemonUnavailable, call, default_socket
 
     sock = os.path.abspath(socket_path or default_socket())
     warning = None

@@ -29,6 +29,7 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
     nothing: /etc/agentsh. Exit 1 on any error.
     """
     from agentsh.agent.core.policy.loader import PolicyError, load_dir, load_paths
+    from agentsh.proxy.dialects import check_policy  # proxy.providers keys (the dialect registry)
 
     targets = list(paths) or [Path("/etc/agentsh")]
     dirs = [p for p in targets if p.is_dir()]
@@ -36,7 +37,7 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
     failed = False
     for d in dirs:
         try:
-            lp = load_dir(d)
+            lp = load_dir(d, (check_policy,))
             if not quiet:
                 click.echo(f"{d}: OK ({len(lp.files)} file(s), {lp.hash})")
         except PolicyError as e:
@@ -51,7 +52,7 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
         present = [f for f in files if f.exists()]
         if present:
             try:
-                lp = load_paths(present)
+                lp = load_paths(present, (check_policy,))
                 if not quiet:
                     click.echo(f"{', '.join(map(str, present))}: OK ({lp.hash})")
             except PolicyError as e:
@@ -75,9 +76,10 @@ def show(ctx: click.Context, as_json: bool, config_dir: Path | None) -> None:
 
     if config_dir is not None:
         from agentsh.agent.core.policy.loader import PolicyError, load_dir
+        from agentsh.proxy.dialects import check_policy
 
         try:
-            lp = load_dir(config_dir)
+            lp = load_dir(config_dir, (check_policy,))
         except PolicyError as e:
             for line in e.errors:
                 click.echo(line, err=True)

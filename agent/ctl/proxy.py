@@ -20,11 +20,13 @@ def base_urls(listen: str) -> dict[str, str]:
     if ":" in host:
         host = f"[{host}]"
     root = f"http://{host}:{port}"
-    return {"ANTHROPIC_BASE_URL": root, "OPENAI_BASE_URL": root + "/v1"}
+    from agentsh.proxy.dialects import client_env
+
+    return client_env(root)  # each provider's SDK variable (the dialect registry)
 
 
 def _policy_listen(socket_path: str | None) -> str:
-    from agentsh.agent.core.sockets import DaemonUnavailable, call
+    from agentsh.agent.core.client_sync import DaemonUnavailable, call
     from agentsh.agent.ctl.common import die
 
     try:

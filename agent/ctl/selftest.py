@@ -40,7 +40,7 @@ from typing import Any
 
 import click
 
-from agentsh.agent.core.sockets import ControlError, DaemonUnavailable
+from agentsh.agent.core.client_sync import ControlError, DaemonUnavailable
 from agentsh.agent.ctl.common import die, print_json, socket_of
 
 PASS, FAIL, SKIP, OFF = "pass", "FAIL", "not checked", "disabled"
@@ -146,7 +146,7 @@ def _canary_stream(tool: str) -> bytes:
 def _proxy_listen(st: dict[str, Any]) -> str | None:
     for comp in st.get("components") or []:
         if comp["name"] == "llm-proxy" and comp.get("ready"):
-            return (comp.get("report") or {}).get("listen")  # type: ignore[no-any-return]
+            return (comp.get("report") or {}).get("listen")
     return None
 
 
@@ -193,7 +193,7 @@ def _tool_calls_and_text(raw: bytes, stream: bool) -> tuple[list[str], str]:
     for d in docs:
         if not isinstance(d, dict):
             continue
-        blocks = []
+        blocks: list[object] = []
         if d.get("type") == "message_start" and isinstance(d.get("message"), dict):
             blocks = d["message"].get("content") or []
         elif d.get("type") == "content_block_start":
@@ -337,7 +337,7 @@ class _Daemon:
     """The agent-side and admin sockets, from inside one event loop."""
 
     def __init__(self, ctx: click.Context) -> None:
-        from agentsh.agent.core.client import ControlClient
+        from agentsh.agent.core.client_async import ControlClient
 
         self.agent = ControlClient(socket_of(ctx))
         self.admin = ControlClient(socket_of(ctx, admin=True))
@@ -452,6 +452,7 @@ async def _loopback_upstream(holder: dict[str, str]) -> tuple[Any, str]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
+    # aiohttp keeps the listening server private (typed as the abstract server, no sockets)
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return runner, f"http://127.0.0.1:{port}"
 

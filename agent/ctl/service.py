@@ -211,6 +211,8 @@ def _install_docs(inst: Installer) -> None:
         return
     from importlib.metadata import distribution
 
+    # the long description: metadata is an email.message.Message at run time, but
+    # importlib.metadata types it as the PackageMetadata protocol, which omits get_payload
     readme = distribution("agentsh").metadata.get_payload()  # type: ignore[attr-defined]
     if readme:
         inst.write(DOC_DIR / "README.md", str(readme), 0o644, overwrite=True)

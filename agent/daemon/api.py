@@ -18,6 +18,13 @@ from typing import Any
 
 from aiohttp import web
 
+from agentsh.agent.core.api_models import (
+    EventsReopen,
+    PolicyReload,
+    ShimHeartbeat,
+    ShimRegister,
+    ShimUnregister,
+)
 from agentsh.agent.core.events.models import ShimExited, ShimRegistered
 from agentsh.agent.core.timefmt import rfc3339, rfc3339_times
 from agentsh.agent.core.version import __version__
@@ -31,6 +38,7 @@ from agentsh.agent.daemon.jsonhttp import (
     bad_input_middleware,
     json_response,
     read_json,
+    read_model,
 )
 from agentsh.agent.daemon.peercred import peer_of
 from agentsh.agent.daemon.shims import ShimInfo
@@ -62,7 +70,7 @@ def shim_gone(ctx: DaemonContext, info: ShimInfo, source: str, exit_code: int | 
 def bpf_status(ctx: DaemonContext) -> dict[str, Any]:
     policy = ctx.store.policy
     if ctx.netmon is not None:
-        return ctx.netmon.status()  # type: ignore[no-any-return]
+        return ctx.netmon.status()
     if policy.network.enabled:
         return {"state": "unavailable", "reason": ctx.netmon_error or "not started"}
     return {"state": "disabled", "reason": "network.enabled is false"}
@@ -151,6 +159,7 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
         )
 
     async def reload_policy(request: web.Request) -> web.Response:
+        await read_model(request, PolicyReload)
         before = ctx.store.current.hash
         ok, res = await ctx.store.reload("api")
         if ok:
@@ -181,28 +190,19 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
         )
 
     async def reopen(request: web.Request) -> web.Response:
+        await read_model(request, EventsReopen)
         ctx.events.request_reopen()
         audit(ctx, request, "events_reopen", path=str(ctx.paths.events_path))
         return json_response({"ok": True})
 
     async def shim_register(request: web.Request) -> web.Response:
-        body = await read_json(request)
-        if not isinstance(body, dict):
-            raise BadInput("expected a JSON object")
-        server_id = body.get("server_id")
-        command = body.get("command") or []
-        if not isinstance(server_id, str) or not server_id:
-            raise BadInput("server_id (string) is required")
-        if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
-            raise BadInput("command must be a list of strings")
-        session_id = body.get("session_id")
-        if session_id is not None and not isinstance(session_id, str):
-            raise BadInput("session_id must be a string or null")
+        body = await read_model(request, ShimRegister)
+        server_id, command, session_id = body.server_id, body.command or [], body.session_id
         peer = request["peer"]
         # The kernel says who registers: the pid and uid are the caller's own.
         info = ctx.shims.register(server_id, peer.pid, command, session_id, peer.uid)
-        spool = body.get("spool_dir")
-        if isinstance(spool, str) and spool and ctx.user_spools_add is not None:
+        spool = body.spool_dir
+        if spool and ctx.user_spools_add is not None:
             ctx.user_spools_add(peer.uid, spool)
         ctx.events.emit(
             ShimRegistered(
@@ -226,22 +226,19 @@ def core_routes(ctx: DaemonContext) -> RouteSet:
         return info
 
     async def shim_heartbeat(request: web.Request) -> web.Response:
-        body = await read_json(request)
-        if own_shim(request) is None or not ctx.shims.heartbeat(
-            request.match_info["shim_id"], body if isinstance(body, dict) else {}
-        ):
+        body = await read_model(request, ShimHeartbeat)
+        if own_shim(request) is None or not ctx.shims.heartbeat(request.match_info["shim_id"], body.body()):
             return json_response({"error": "unknown shim (re-register)"}, status=404)
         return json_response({"ok": True, "policy_hash": ctx.store.current.hash})
 
     async def shim_unregister(request: web.Request) -> web.Response:
-        body = await read_json(request)
+        body = await read_model(request, ShimUnregister)
         if own_shim(request) is None:
             return json_response({"error": "unknown shim"}, status=404)
-        info = ctx.shims.unregister(request.match_info["shim_id"], body if isinstance(body, dict) else None)
+        info = ctx.shims.unregister(request.match_info["shim_id"], body.body())
         if info is None:
             return json_response({"error": "unknown shim"}, status=404)
-        code = body.get("exit_code") if isinstance(body, dict) else None
-        shim_gone(ctx, info, "shim", code if isinstance(code, int) else None)
+        shim_gone(ctx, info, "shim", body.exit_code)
         return json_response({"ok": True})
 
     async def shims(request: web.Request) -> web.Response:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from agentsh.agent.core.api_models import BpfDetach
 from agentsh.agent.core.timefmt import rfc3339_times
 from agentsh.agent.daemon.audit import audit
-from agentsh.agent.daemon.jsonhttp import RouteSet, json_response
+from agentsh.agent.daemon.jsonhttp import RouteSet, json_response, read_model
 from agentsh.agent.netmon.cgroup import resolve_cgroup
 from agentsh.agent.netmon.errors import BPFUnavailable
 from agentsh.agent.netmon.programs import detach_all
 
+if TYPE_CHECKING:
+    from agentsh.agent.daemon.context import DaemonContext
 
-def routes(ctx: Any) -> RouteSet:
+
+def routes(ctx: DaemonContext) -> RouteSet:
     """``ctx.netmon`` is the daemon's NetworkMonitor (or None)."""
 
     async def status(request: web.Request) -> web.Response:
@@ -26,6 +30,7 @@ def routes(ctx: Any) -> RouteSet:
         return json_response(rfc3339_times(mon.status()))
 
     async def detach(request: web.Request) -> web.Response:
+        await read_model(request, BpfDetach)
         mon = ctx.netmon
         if mon is not None:
             net = mon.policy.network

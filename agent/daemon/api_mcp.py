@@ -1,10 +1,11 @@
 """Control-API routes of the MCP registry and decision pipeline.
 
-``POST /v1/mcp/decide`` is on the tool-call path of the shim and the LLM
-proxy: the body is validated by hand (no pydantic), the decision runs inline on
-the event loop (it is synchronous and takes microseconds). ``POST
-/v1/mcp/tools`` runs detection and SQLite work in a worker thread so a large
-tools/list never stalls other requests.
+Decisions are not served here: every layer asks on the line channel
+(agent/daemon/channel.py; docs/architecture.md "Sockets and roles"), which
+also holds a call back until its flow session's results are recorded.
+``parse_decision_request`` is the channel's hand-written validation (the hot
+path: no pydantic). ``POST /v1/mcp/tools`` runs detection and SQLite work in
+a worker thread so a large tools/list never stalls other requests.
 
 Errors: ``{"error": "..."}`` with 400 (bad input) or 404 (unknown server/tool).
 """
@@ -12,19 +13,22 @@ Errors: ``{"error": "..."}`` with 400 (bad input) or 404 (unknown server/tool).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from agentsh.agent.core.api_models import McpApprove
 from agentsh.agent.core.mcp.types import DecisionRequest
+from agentsh.agent.core.vocab import CALL_SOURCES, IDENT_RULE, SERVER_TYPES, is_ident
 from agentsh.agent.daemon.audit import audit, peer_name
-from agentsh.agent.daemon.jsonhttp import BadInput, RouteSet, json_response, read_json
+from agentsh.agent.daemon.jsonhttp import BadInput, RouteSet, json_response, read_json, read_model
+
+if TYPE_CHECKING:
+    from agentsh.agent.daemon.context import DaemonContext
 
 MAX_TOOLS_PER_REGISTRATION = 10_000
-MAX_DECISIONS_PER_REQUEST = 1_000
-_SOURCES = frozenset({"shim", "proxy", "hook", "test"})
-_DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
-_SERVER_TYPES = frozenset({"stdio", "http", "sse"})
+_SOURCES = frozenset(CALL_SOURCES)
+_SERVER_TYPES = frozenset(SERVER_TYPES)
 _STR_FIELDS = ("server_id", "session_id", "request_id", "dialect", "tool_call_id")
 _REQ_FIELDS = frozenset(DecisionRequest.__dataclass_fields__) - {"uid"}
 
@@ -55,9 +59,12 @@ def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> Decisio
     source = d.get("source", "shim")
     if source not in _SOURCES:
         raise BadInput(f"{where}source must be one of {', '.join(sorted(_SOURCES))}")
-    dialect = d.get("dialect")
-    if source == "proxy" and dialect not in _DIALECTS:
-        raise BadInput(f"{where}dialect must be one of {', '.join(sorted(_DIALECTS))}")
+    dialect = d.get("dialect")  # kept as given: which dialects exist is the proxy's business
+    if dialect is None:
+        if source == "proxy":
+            raise BadInput(f"{where}dialect is required for source 'proxy'")
+    elif not is_ident(dialect):
+        raise BadInput(f"{where}dialect must be a name of {IDENT_RULE}: {str(dialect)[:40]!r}")
     pid = d.get("pid")
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
         raise BadInput(f"{where}pid must be an integer or null")
@@ -95,26 +102,8 @@ def parse_decision_request(d: Any, where: str = "", peer: Any = None) -> Decisio
     )
 
 
-def routes(ctx: Any) -> RouteSet:
+def routes(ctx: DaemonContext) -> RouteSet:
     """``ctx.mcp`` is the daemon's agentsh.agent.core.mcp.service.MCPService."""
-
-    async def decide(request: web.Request) -> web.Response:
-        try:
-            body = await read_json(request)
-            if isinstance(body, dict) and "requests" in body:
-                items = body["requests"]
-                if not isinstance(items, list):
-                    raise BadInput("requests must be a list")
-                if len(items) > MAX_DECISIONS_PER_REQUEST:
-                    raise BadInput(f"at most {MAX_DECISIONS_PER_REQUEST} requests per call")
-                peer = request.get("peer")
-                reqs = [parse_decision_request(x, f"requests[{i}]: ", peer) for i, x in enumerate(items)]
-                mcp = ctx.mcp
-                return json_response({"decisions": [mcp.decide(r).to_json() for r in reqs]})
-            req = parse_decision_request(body, peer=request.get("peer"))
-        except BadInput as e:
-            return _err(400, str(e))
-        return json_response(ctx.mcp.decide(req).to_json())
 
     async def register(request: web.Request) -> web.Response:
         try:
@@ -206,22 +195,8 @@ def routes(ctx: Any) -> RouteSet:
 
     async def approve(request: web.Request) -> web.Response:
         try:
-            body = await read_json(request)
-            if not isinstance(body, dict):
-                raise BadInput("expected a JSON object")
-            server = body.get("server")
-            if not isinstance(server, str) or not server:
-                raise BadInput("server (non-empty string) is required")
-            all_tools = body.get("all", False)
-            if not isinstance(all_tools, bool):
-                raise BadInput("all must be a boolean")
-            tool = body.get("tool")
-            if all_tools == (tool is not None):
-                raise BadInput("give exactly one of tool (string) and all: true")
-            if tool is not None and (not isinstance(tool, str) or not tool):
-                raise BadInput("tool must be a non-empty string")
-            if "approved_by" in body:
-                raise BadInput("approved_by is taken from the caller's credentials, not the request")
+            body = await read_model(request, McpApprove)
+            server, tool, all_tools = body.server, body.tool, body.all
             by = peer_name(request.get("peer"))
             try:
                 entries = ctx.mcp.approve(server, tool, all_tools, by)
@@ -246,7 +221,6 @@ def routes(ctx: Any) -> RouteSet:
             web.get("/v1/mcp/names", names),
         ],
         agent=[
-            web.post("/v1/mcp/decide", decide),
             web.post("/v1/mcp/tools", register),
         ],
         admin=[web.post("/v1/mcp/approve", approve)],

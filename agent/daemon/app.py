@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import grp
 import logging
 import os
@@ -22,7 +23,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 from aiohttp import web
@@ -47,11 +47,13 @@ from agentsh.agent.daemon.channel import AgentChannel
 from agentsh.agent.daemon.context import DaemonContext, RuntimePaths
 from agentsh.agent.daemon.hooks import HookService, write_hooks_conf
 from agentsh.agent.daemon.intake import admit, hand_in
+from agentsh.agent.daemon.jsonhttp import RouteSet
 from agentsh.agent.daemon.metrics import MetricsServer
 from agentsh.agent.daemon.peercred import ConnectionGuard, GuardedProtocol, Role, raise_fd_limit
 from agentsh.agent.daemon.sdnotify import Notifier
 from agentsh.agent.daemon.shims import ShimTable
 from agentsh.agent.daemon.supervisor import ChildSpec, Supervisor, reclaim_stale
+from agentsh.proxy.dialects import check_policy  # the one module of the proxy the daemon may import
 
 log = logging.getLogger("agentsh.daemon")
 
@@ -113,7 +115,7 @@ class Daemon:
         self.notifier = Notifier()
         self._stop = asyncio.Event()
         self._stop_reason = "signal"
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._runners: list[web.AppRunner] = []
         self._servers: list[asyncio.base_events.Server] = []
         self._channel: AgentChannel | None = None
@@ -129,7 +131,11 @@ class Daemon:
         raise_fd_limit()
         # Where a last good policy may be saved: known before the policy only
         # from --state-dir or the schema default.
-        store = PolicyStore(self.ov.config_dir, Path(self.ov.state_dir or DaemonConfig().state_dir))
+        store = PolicyStore(
+            self.ov.config_dir,
+            Path(self.ov.state_dir or DaemonConfig().state_dir),
+            checks=(check_policy,),  # proxy.providers keys: the dialect registry knows them
+        )
         lp, start_errors = store.load_initial()  # raises PolicyError when nothing usable
         paths = resolve_paths(lp, self.ov)
         store.state_dir = paths.state_dir
@@ -141,6 +147,10 @@ class Daemon:
         writer = EventWriter(ev_cfg)
         await writer.start()
         store.set_emitter(writer.emit)
+        # From here on SIGTERM drains the event queue (BPF compilation below takes a while).
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
+        loop.add_signal_handler(signal.SIGINT, self.request_stop, "SIGINT")
 
         ctx = DaemonContext(
             paths=paths,
@@ -148,14 +158,12 @@ class Daemon:
             events=writer,
             supervisor=Supervisor(emit=writer.emit),
             shims=ShimTable(lp.policy.daemon.shim_heartbeat_timeout_seconds),
+            # one flow engine for every layer (docs/flow.md), step 8 of the decision pipeline
+            mcp=MCPService(store.policy, paths.state_dir, writer.emit, flow=FlowEngine(store.policy)),
         )
         self.ctx = ctx
         ctx.user_spools_add = self._add_user_spool
         self._load_user_spools(ctx)
-        # From here on SIGTERM drains the event queue (BPF compilation below takes a while).
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
-        loop.add_signal_handler(signal.SIGINT, self.request_stop, "SIGINT")
 
         if start_errors:
             writer.emit(
@@ -163,10 +171,6 @@ class Daemon:
             )
         writer.emit(PolicyLoaded(hash=lp.hash, files=lp.files, trigger="start"))
 
-        # one flow engine for every layer (docs/flow.md), step 8 of the decision pipeline
-        ctx.mcp = MCPService(
-            ctx.store.policy, ctx.paths.state_dir, ctx.events.emit, flow=FlowEngine(ctx.store.policy)
-        )
         ctx.hooks = HookService(ctx)
         ctx.selftests = selftest.Selftests(ctx)
         routes = core_routes(ctx) + api_mcp.routes(ctx) + bpf_routes(ctx) + selftest.routes(ctx)
@@ -213,7 +217,7 @@ class Daemon:
         await self._shutdown(ctx)
         return 0
 
-    async def _start_sockets(self, ctx: DaemonContext, routes: Any) -> None:
+    async def _start_sockets(self, ctx: DaemonContext, routes: RouteSet) -> None:
         d = ctx.store.policy.daemon
 
         def per_uid() -> int:
@@ -238,7 +242,7 @@ class Daemon:
             assert factory is not None
             guard = ctx.guards[role]
             srv = await loop.create_unix_server(
-                lambda f=factory, g=guard: GuardedProtocol(f, g), path=str(path), backlog=256
+                functools.partial(GuardedProtocol, factory, guard), path=str(path), backlog=256
             )
             self._servers.append(srv)
             _secure_socket(path, group)
@@ -302,8 +306,7 @@ class Daemon:
         ctx = self.ctx
         # rotation, fsync and queue settings apply at once; the path needs a restart
         ctx.events.reconfigure(lp.policy.events.model_copy(update={"path": str(ctx.paths.events_path)}))
-        if ctx.mcp is not None:
-            ctx.mcp.update_policy(lp.policy)  # and its flow engine
+        ctx.mcp.update_policy(lp.policy)  # and its flow engine
         write_hooks_conf(ctx.paths.socket, lp.policy.flow.hooks.fail_open)
         if ctx.netmon is not None:
             await ctx.netmon.update_policy(lp.policy)
@@ -456,8 +459,7 @@ class Daemon:
                 for s in ctx.shims.expire():
                     shim_gone(ctx, s, "daemon")
                 ctx.selftests.expire()
-                if ctx.hooks is not None:
-                    ctx.hooks.expire()  # flow sessions idle past the timeout → flow_summary
+                ctx.hooks.expire()  # flow sessions idle past the timeout → flow_summary
                 if ctx.metrics is not None:
                     await ctx.metrics.retry()  # a metrics.listen that was in use
             except Exception:
@@ -482,9 +484,8 @@ class Daemon:
         ctx.stopping = True
         self.notifier.stopping()
         log.info("stopping (%s)", self._stop_reason)
-        if ctx.hooks is not None:  # flow state is not kept across restarts: summarise it
-            with contextlib.suppress(Exception):
-                ctx.hooks.expire(everything=True)
+        with contextlib.suppress(Exception):  # flow state is not kept across restarts: summarise it
+            ctx.hooks.expire(everything=True)
         ctx.events.emit(
             DaemonStopping(reason=self._stop_reason, uptime_seconds=round(time.time() - ctx.started_at, 3))
         )
@@ -510,6 +511,5 @@ class Daemon:
         # last: events from the steps above must reach the log
         with contextlib.suppress(Exception):
             await self.ingest_spool(ctx)
-        if ctx.mcp is not None:
-            ctx.mcp.close()
+        ctx.mcp.close()
         await ctx.events.stop()

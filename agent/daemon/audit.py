@@ -9,12 +9,18 @@ name from SO_PEERCRED, never from the request body — and what changed.
 from __future__ import annotations
 
 import pwd
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from aiohttp import web
 
 from agentsh.agent.core.events.models import AdminAction
+from agentsh.agent.daemon.peercred import PeerCred
+
+if TYPE_CHECKING:
+    from agentsh.agent.daemon.context import DaemonContext
 
 
-def peer_name(peer: Any) -> str:
+def peer_name(peer: PeerCred | None) -> str:
     if peer is None:
         return "unknown"
     try:
@@ -23,12 +29,18 @@ def peer_name(peer: Any) -> str:
         return f"uid:{peer.uid}"
 
 
-def audit(ctx: Any, request: Any, action: str, outcome: str = "ok", **detail: Any) -> None:
-    peer = request.get("peer")
+def audit(
+    ctx: DaemonContext,
+    request: web.Request,
+    action: str,
+    outcome: Literal["ok", "rejected", "error"] = "ok",  # AdminAction.outcome (mypy checks they agree)
+    **detail: Any,  # JSON values: AdminAction.detail
+) -> None:
+    peer: PeerCred | None = request.get("peer")
     ctx.events.emit(
         AdminAction(
             action=action,
-            outcome=outcome,  # type: ignore[arg-type]
+            outcome=outcome,
             detail=detail,
             uid=peer.uid if peer else None,
             pid=peer.pid if peer else None,

@@ -39,7 +39,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psutil
@@ -51,6 +51,9 @@ from agentsh.agent.daemon.intake import MAX_EVENTS_PER_BATCH, admit, hand_in
 from agentsh.agent.daemon.jsonhttp import BadInput
 from agentsh.agent.daemon.metrics import HookMeter
 from agentsh.agent.daemon.peercred import ConnectionGuard
+
+if TYPE_CHECKING:
+    from agentsh.agent.daemon.context import DaemonContext
 
 log = logging.getLogger("agentsh.channel")
 MAX_LINE = 16 * 1024 * 1024
@@ -76,7 +79,7 @@ class ChannelPeer:
 
 
 class AgentChannel:
-    def __init__(self, ctx: Any, guard: ConnectionGuard) -> None:
+    def __init__(self, ctx: DaemonContext, guard: ConnectionGuard) -> None:
         self.ctx = ctx
         self.guard = guard
         self.server: asyncio.base_events.Server | None = None

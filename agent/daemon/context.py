@@ -1,4 +1,10 @@
-"""What the daemon's parts share: one object handed to every API module."""
+"""What the daemon's parts share: one object handed to every API module.
+
+Typed throughout (no ``Any``): the parts that need the context to be built
+(hooks, selftests, metrics) are imported for type checking only, so there is
+no import cycle at run time; the first two are set by ``Daemon.run`` before
+any socket listens (``field(init=False)``), metrics right after.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentsh.agent.daemon.health import HealthTracker
 
 if TYPE_CHECKING:
     from agentsh.agent.core.events.writer import EventWriter
+    from agentsh.agent.core.mcp.service import MCPService
     from agentsh.agent.core.policy.store import PolicyStore
+    from agentsh.agent.daemon.hooks import HookService
+    from agentsh.agent.daemon.metrics import MetricsServer
     from agentsh.agent.daemon.peercred import ConnectionGuard
+    from agentsh.agent.daemon.selftest import Selftests
     from agentsh.agent.daemon.shims import ShimTable
     from agentsh.agent.daemon.supervisor import Supervisor
+    from agentsh.agent.netmon.monitor import NetworkMonitor
 
 
 @dataclass
@@ -46,13 +57,12 @@ class DaemonContext:
     events: EventWriter
     supervisor: Supervisor
     shims: ShimTable
+    mcp: MCPService
     started_at: float = field(default_factory=time.time)
-    mcp: Any = None
-    """agentsh.agent.core.mcp.service.MCPService"""
-    netmon: Any = None
-    """agentsh.agent.netmon.monitor.NetworkMonitor (None when network.enabled is false)"""
+    netmon: NetworkMonitor | None = None
+    """None when network.enabled is false or the BPF layer could not load."""
     netmon_error: str | None = None
-    status_sections: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+    status_sections: dict[str, Callable[[], dict[str, object]]] = field(default_factory=dict)
     stopping: bool = False
     guards: dict[str, ConnectionGuard] = field(default_factory=dict)
     """Admission per socket (agent, channel, admin), for status."""
@@ -60,9 +70,9 @@ class DaemonContext:
     user_spools: dict[int, Path] = field(default_factory=dict)
     """Per-user spool directories shims announced (uid → dir), ingested like the main spool."""
     user_spools_add: Callable[[int, str], None] | None = None
-    selftests: Any = None
-    """agentsh.agent.daemon.selftest.Selftests: active selftest canaries."""
-    hooks: Any = None
-    """agentsh.agent.daemon.hooks.HookService: agent hooks and flow records."""
-    metrics: Any = None
-    """agentsh.agent.daemon.metrics.MetricsServer: the metrics listener (docs/operations.md "Monitoring")."""
+    selftests: Selftests = field(init=False)
+    """Active selftest canaries."""
+    hooks: HookService = field(init=False)
+    """Agent hooks and flow records."""
+    metrics: MetricsServer | None = None
+    """The metrics listener (docs/operations.md "Monitoring"); set once the sockets listen."""

@@ -27,7 +27,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentsh.agent.core.policy.schema import Policy
+    from agentsh.agent.daemon.context import DaemonContext
 
 RECENT_SECONDS = 600.0
 REPORT_STALE_SECONDS = 15.0
@@ -59,7 +63,7 @@ class HealthTracker:
     snapshot_behind_since: float | None = None
 
 
-def _policy_reasons(policy: Any) -> list[str]:
+def _policy_reasons(policy: Policy) -> list[str]:
     out = []
     if not policy.mcp.enforce_policy:
         out.append("mcp.enforce_policy is false: decisions are reported, nothing is blocked")
@@ -78,7 +82,7 @@ def _policy_reasons(policy: Any) -> list[str]:
     return out
 
 
-def _proxy_reasons(ctx: Any, policy: Any, now: float, tracker: HealthTracker) -> list[str]:
+def _proxy_reasons(ctx: DaemonContext, policy: Policy, now: float, tracker: HealthTracker) -> list[str]:
     if policy.proxy.mode == "disabled":
         return []
     st = ctx.supervisor.get("llm-proxy")
@@ -105,25 +109,24 @@ def _proxy_reasons(ctx: Any, policy: Any, now: float, tracker: HealthTracker) ->
         out.append(f"llm-proxy failed open on {rep.get('fail_open', '?')} tool calls recently")
     if isinstance(rep.get("events_dropped"), int) and rep["events_dropped"] > 0:
         out.append(f"llm-proxy dropped {rep['events_dropped']} events (spool unwritable)")
-    if ctx.mcp is not None:
-        want = ctx.mcp.snapshot_version(ctx.store.current.hash)
-        have = rep.get("snapshot_version")
-        if have != want:
-            if tracker.snapshot_behind_since is None:
-                tracker.snapshot_behind_since = now
-            elif now - tracker.snapshot_behind_since > SNAPSHOT_STALE_SECONDS:
-                out.append(
-                    f"llm-proxy tool snapshot stale for {now - tracker.snapshot_behind_since:.0f}s "
-                    f"(has {have}, daemon {want})"
-                )
-        else:
-            tracker.snapshot_behind_since = None
+    want = ctx.mcp.snapshot_version(ctx.store.current.hash)
+    have = rep.get("snapshot_version")
+    if have != want:
+        if tracker.snapshot_behind_since is None:
+            tracker.snapshot_behind_since = now
+        elif now - tracker.snapshot_behind_since > SNAPSHOT_STALE_SECONDS:
+            out.append(
+                f"llm-proxy tool snapshot stale for {now - tracker.snapshot_behind_since:.0f}s "
+                f"(has {have}, daemon {want})"
+            )
+    else:
+        tracker.snapshot_behind_since = None
     return out
 
 
-def _spool_waiting(ctx: Any, now: float) -> int:
+def _spool_waiting(ctx: DaemonContext, now: float) -> int:
     n = 0
-    for d in [ctx.paths.spool_dir, *getattr(ctx, "user_spools", {}).values()]:
+    for d in [ctx.paths.spool_dir, *ctx.user_spools.values()]:
         try:
             with os.scandir(d) as it:
                 for e in it:
@@ -134,11 +137,11 @@ def _spool_waiting(ctx: Any, now: float) -> int:
     return n
 
 
-def assess(ctx: Any, bpf: dict[str, Any]) -> list[str]:
+def assess(ctx: DaemonContext, bpf: dict[str, Any]) -> list[str]:
     """Every reason the daemon is degraded right now (empty: healthy)."""
     now = time.time()
     policy = ctx.store.policy
-    tracker: HealthTracker = ctx.health
+    tracker = ctx.health
     reasons = _policy_reasons(policy)
     if ctx.store.last_error:
         reasons.append("last policy reload was rejected; previous policy in force")
@@ -165,13 +168,13 @@ def assess(ctx: Any, bpf: dict[str, Any]) -> list[str]:
                 f"shim {s['server_id']} (pid {s['pid']}) decided {s['offline_decisions']} calls offline "
                 f"and spooled {s['spooled']} events recently"
             )
-    hooks = getattr(ctx, "hooks", None)
-    if hooks is not None and hooks.last_error_at is not None and now - hooks.last_error_at < RECENT_SECONDS:
+    hooks = ctx.hooks
+    if hooks.last_error_at is not None and now - hooks.last_error_at < RECENT_SECONDS:
         reasons.append(
             f"agent hook evaluations failed recently ({hooks.counts['errors']} since start; "
             f"the hooks failed open or closed per flow.hooks.fail_open): {hooks.last_error}"
         )
-    metrics = getattr(ctx, "metrics", None)
+    metrics = ctx.metrics
     if metrics is not None and metrics.error:
         reasons.append(metrics.error)
     waiting = _spool_waiting(ctx, now)

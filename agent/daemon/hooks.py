@@ -40,7 +40,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -49,6 +49,9 @@ from agentsh.agent.core.flow.classify import split_mcp_name
 from agentsh.agent.core.mcp.decision import FLOW_PREFIX, flow_session_key
 from agentsh.agent.core.mcp.types import Decision, DecisionRequest
 from agentsh.agent.daemon.jsonhttp import BadInput
+
+if TYPE_CHECKING:
+    from agentsh.agent.daemon.context import DaemonContext
 
 log = logging.getLogger("agentsh.hooks")
 
@@ -136,7 +139,7 @@ def parse_hook(d: dict[str, Any]) -> _Hook:
 class HookService:
     """The daemon's side of agent hooks; ``ctx`` is the DaemonContext."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: DaemonContext) -> None:
         self.ctx = ctx
         self._outstanding: dict[str, dict[str, float]] = {}
         """hook session → tool_use_id → when it was allowed: results not recorded yet."""

@@ -3,10 +3,14 @@ and a middleware that turns ``BadInput`` into a 400 with the message."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
+
+from agentsh.agent.core.api_models import ApiBody, BodyError, parse
+
+M = TypeVar("M", bound=ApiBody)
 
 
 class BadInput(ValueError):
@@ -28,6 +32,15 @@ async def read_json(request: web.Request) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise BadInput(f"invalid JSON: {e}") from None
+
+
+async def read_model(request: web.Request, model: type[M]) -> M:
+    """The body validated by its pydantic model (the non-hot endpoints:
+    agent/core/api_models.py); BadInput naming the field when it does not fit."""
+    try:
+        return parse(model, await read_json(request))
+    except BodyError as e:
+        raise BadInput(str(e)) from None
 
 
 @web.middleware

@@ -27,12 +27,17 @@ import math
 import os
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aiohttp import web
+    from prometheus_client import CollectorRegistry
+
+    from agentsh.agent.core.policy.schema import Policy
+    from agentsh.agent.daemon.context import DaemonContext
 
 from agentsh.agent.core.histogram import DURATION_BUCKETS, LATENCY_BUCKETS, Buckets
+from agentsh.agent.core.vocab import FLOW_DECISIONS
 
 __all__ = ["DURATION_BUCKETS", "LATENCY_BUCKETS", "Buckets"]
 
@@ -41,7 +46,7 @@ log = logging.getLogger("agentsh.metrics")
 MAX_REPORTED = 64
 """At most this many counters are taken from one process's report."""
 HOOK_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
-HOOK_ANSWERS = frozenset({"allow", "warn", "ask", "deny"})
+HOOK_ANSWERS = frozenset(FLOW_DECISIONS)
 
 
 # --------------------------------------------------------------------------- reported counters
@@ -175,10 +180,19 @@ def _builtin_categories() -> frozenset[str]:
     return frozenset(BuiltinDetections.model_fields)
 
 
+class ChannelCounters(Protocol):
+    """What the collector reads of the agent channel (agent/daemon/channel.py
+    imports this module, so the channel is seen through this protocol)."""
+
+    requests: int
+    expired: int
+    hook_meter: HookMeter
+
+
 class DaemonCollector:
     """Everything, read at scrape time (on the event loop: the parts are its)."""
 
-    def __init__(self, ctx: Any, channel: Any = None) -> None:
+    def __init__(self, ctx: DaemonContext, channel: ChannelCounters | None = None) -> None:
         self.ctx = ctx
         self.channel = channel
         self.categories = _builtin_categories()
@@ -429,7 +443,7 @@ class MetricsServer:
 
     RETRY_SECONDS = 10.0
 
-    def __init__(self, ctx: Any, channel: Any = None) -> None:
+    def __init__(self, ctx: DaemonContext, channel: ChannelCounters | None = None) -> None:
         self.ctx = ctx
         self.collector = DaemonCollector(ctx, channel)
         self.want: str | None = None
@@ -438,7 +452,7 @@ class MetricsServer:
         self.scrapes = 0
         self._runner: web.AppRunner | None = None
         self._tried_at = 0.0
-        self._registry: Any = None
+        self._registry: CollectorRegistry | None = None
 
     def _app(self) -> web.Application:
         from aiohttp import web
@@ -472,7 +486,7 @@ class MetricsServer:
         app.router.add_route("*", "/{tail:.*}", not_found)
         return app
 
-    async def apply(self, policy: Any) -> None:
+    async def apply(self, policy: Policy) -> None:
         """Match the policy's ``metrics`` section (start, stop, move, retry)."""
         cfg = policy.metrics
         want = cfg.listen if cfg.enabled else None

@@ -28,9 +28,10 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
+from aiohttp import web
 
 log = logging.getLogger("agentsh.daemon")
 
@@ -81,7 +82,7 @@ def peer_of_socket(sock: socket.socket | None) -> PeerCred | None:
     return PeerCred(pid, uid, gid, _peer_groups(sock))
 
 
-def peer_of(request: Any) -> PeerCred | None:
+def peer_of(request: web.BaseRequest) -> PeerCred | None:
     transport = request.transport
     return peer_of_socket(transport.get_extra_info("socket") if transport else None)
 
@@ -176,12 +177,12 @@ class GuardedProtocol(asyncio.Protocol):
 
     REFUSED_GRACE_SECONDS = 1.0
 
-    def __init__(self, factory: Callable[[], Any], guard: ConnectionGuard) -> None:
+    def __init__(self, factory: Callable[[], asyncio.Protocol], guard: ConnectionGuard) -> None:
         self._factory = factory
         self._guard = guard
-        self._inner: Any = None
+        self._inner: asyncio.Protocol | None = None
         self._peer: PeerCred | None = None
-        self._refused: Any = None  # the transport of a refused connection
+        self._refused: asyncio.BaseTransport | None = None  # the transport of a refused connection
         self._seen = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -193,13 +194,14 @@ class GuardedProtocol(asyncio.Protocol):
                 f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             ).encode()
-            transport.write(head + body)  # type: ignore[attr-defined]
+            # a stream socket's transport (create_unix_server): it writes
+            cast(asyncio.WriteTransport, transport).write(head + body)
             self._refused = transport
             asyncio.get_running_loop().call_later(self.REFUSED_GRACE_SECONDS, transport.close)
             return
         self._peer = peer
-        self._inner = self._factory()
-        self._inner.connection_made(transport)
+        self._inner = inner = self._factory()
+        inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
         if self._inner is not None:
@@ -211,7 +213,7 @@ class GuardedProtocol(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         if self._inner is not None:
-            return self._inner.eof_received()  # type: ignore[no-any-return]
+            return self._inner.eof_received()
         return None
 
     def pause_writing(self) -> None:

@@ -27,13 +27,16 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from agentsh.agent.daemon.audit import audit
 from agentsh.agent.daemon.jsonhttp import BadInput, RouteSet, json_response, read_json
 from agentsh.agent.selftest_canary import canary_tool
+
+if TYPE_CHECKING:
+    from agentsh.agent.daemon.context import DaemonContext
 
 TTL_SECONDS = 120.0
 
@@ -50,7 +53,7 @@ class Selftest:
 
 
 class Selftests:
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: DaemonContext) -> None:
         self.ctx = ctx
         self.active: dict[str, Selftest] = {}
 
@@ -103,8 +106,8 @@ class Selftests:
         return t
 
 
-def routes(ctx: Any) -> RouteSet:
-    tests: Selftests = ctx.selftests
+def routes(ctx: DaemonContext) -> RouteSet:
+    tests = ctx.selftests
 
     async def begin(request: web.Request) -> web.Response:
         body = await read_json(request)
@@ -121,7 +124,9 @@ def routes(ctx: Any) -> RouteSet:
                 "server_id": t.server_id,
                 "tool": t.tool,
                 "ttl_seconds": TTL_SECONDS,
-                "bpf": {"endpoint": t.bpf_endpoint, "cgroup_path": mon.cgroup_dir} if t.bpf_endpoint else None,
+                "bpf": {"endpoint": t.bpf_endpoint, "cgroup_path": mon.cgroup_dir}
+                if t.bpf_endpoint and mon is not None
+                else None,
                 "snapshot_version": ctx.mcp.snapshot_version(ctx.store.current.hash),
             }
         )

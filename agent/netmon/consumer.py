@@ -21,7 +21,7 @@ import operator
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from agentsh.agent.core.events.models import (
     BPFLostEvents,
@@ -57,9 +57,9 @@ _FIELDS = operator.itemgetter(*(EVENT.names.index(n) for n in (
     "cgroup_id", "tgid", "uid", "server_idx", "addr", "port", "family",
     "protocol", "action", "kind", "tag", "ret", "comm",
 )))
-_FAMILY = {FAM_V4: "ipv4", FAM_V6: "ipv6", FAM_UNIX: "unix"}
+_FAMILY: dict[int, Literal["ipv4", "ipv6", "unix"]] = {FAM_V4: "ipv4", FAM_V6: "ipv6", FAM_UNIX: "unix"}
 _V4MAPPED = b"\0" * 10 + b"\xff\xff"
-_PROTO = {6: "tcp", 17: "udp"}
+_PROTO: dict[int, Literal["tcp", "udp"]] = {6: "tcp", 17: "udp"}
 
 
 def format_addr(addr: bytes, port: int) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from agentsh.agent.core.events.models import Event, MCPServerDiscovered
 from agentsh.agent.core.policy.schema import MCPServerDeclaration
+from agentsh.agent.core.vocab import ServerType
 from agentsh.agent.netmon.resolver import host_port_str, url_host_port
 
 log = logging.getLogger("agentsh.netmon.discovery")
@@ -66,7 +67,7 @@ async def fetch_cert_fingerprint(host: str, port: int, timeout: float = 10.0) ->
 @dataclass
 class DiscoveryResult:
     server_id: str
-    server_type: str
+    server_type: ServerType
     server_addr: str
     tools: int = 0
     error: str | None = None
@@ -223,7 +224,7 @@ class ServerWatcher:
             MCPServerDiscovered(
                 source="daemon",
                 server_id=r.server_id,
-                server_type=r.server_type,  # type: ignore[arg-type]
+                server_type=r.server_type,
                 server_addr=r.server_addr,
                 tools=tools,
                 error=error,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 import psutil
 
@@ -21,7 +22,7 @@ class Existing:
     pid: int | None
     remote_ip: str
     remote_port: int
-    family: str
+    family: Literal["ipv4", "ipv6"]
     key: WatchKey
     val: WatchVal
 
@@ -63,6 +64,6 @@ def scan(entries: dict[WatchKey, WatchVal], pids: Iterable[int] | None = None) -
         m = match(entries, c.raddr.ip, c.raddr.port)
         if m is None:
             continue
-        fam = "ipv6" if c.family.name == "AF_INET6" else "ipv4"
+        fam: Literal["ipv4", "ipv6"] = "ipv6" if c.family.name == "AF_INET6" else "ipv4"
         out.append(Existing(c.pid, c.raddr.ip, c.raddr.port, fam, m[0], m[1]))
     return out

@@ -141,6 +141,8 @@ class Layout:
         if self.struct.size != self.size:  # pragma: no cover - a bug in this class
             raise AssertionError(f"{c_name}: struct {fmt!r} is {self.struct.size}, not {self.size}")
         # (rename: a C name like __syscall_nr becomes _1; those structs are never decoded here)
+        # a namedtuple class made at run time from the C struct's field names: mypy
+        # accepts only literal field lists (the decoded records are untyped tuples)
         self.record: Any = namedtuple(f"{c_name}_record", self.names, rename=True)  # type: ignore[misc]
 
     def unpack(self, raw: bytes) -> Any:

@@ -299,9 +299,9 @@ class NetworkMonitor:
                     source="bpf",
                     remote_addr=f"{host}:{c.remote_port}",
                     server_id=ref.server_id if ref else "",
-                    server_type=(ref.server_type if ref else ""),  # type: ignore[arg-type]
+                    server_type=(ref.server_type if ref else ""),
                     action="block" if c.val.action == ACT_BLOCK else "allow",
-                    family=c.family,  # type: ignore[arg-type]
+                    family=c.family,
                     phase="existing",
                     tag=TAG_NAMES.get(c.val.tag),
                     pid=c.pid,

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from agentsh.agent.core.policy.globs import glob_match
 from agentsh.agent.core.policy.schema import MCPConfig, MCPServerDeclaration, Policy
+from agentsh.agent.core.vocab import MaybeServerType
 from agentsh.agent.netmon.maps import (
     ACT_ALLOW,
     ACT_BLOCK,
@@ -49,7 +50,7 @@ class ServerRef:
     """What an event's ``server_idx`` stands for."""
 
     server_id: str
-    server_type: str
+    server_type: MaybeServerType
     tag: int
     blocked: bool
 
@@ -240,7 +241,7 @@ def build_watchlist(
     watched: dict[str, list[str]] = {}
     flags = F_EMIT if net.tracing else 0
 
-    def ref(server_id: str, server_type: str, tag: int, blocked: bool) -> int:
+    def ref(server_id: str, server_type: MaybeServerType, tag: int, blocked: bool) -> int:
         k = (server_id, tag)
         if k not in index:
             index[k] = len(servers)

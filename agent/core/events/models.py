@@ -19,11 +19,22 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from agentsh.agent.core.events.severity import Severity
+from agentsh.agent.core.vocab import (
+    Action,
+    Coverage,
+    DetectionAction,
+    Dialect,
+    EventSeverity,
+    FlowDecision,
+    MaybeServerType,
+    PinAction,
+    Provider,
+    RiskLevel,
+    Severity,
+    Source,
+)
 
-Source = Literal["daemon", "proxy", "shim", "bpf", "hook", "ctl"]
-ServerType = Literal["stdio", "http", "sse", ""]
-Action = Literal["allow", "block"]
+ServerType = MaybeServerType
 
 # Strict on intake (extra="forbid": a sender's typo or forged field is an error);
 # the published schema is the same models rendered open (agent/core/events/contract.py).
@@ -70,7 +81,7 @@ class Event(BaseModel):
     """The component that saw it: `daemon`, `proxy`, `shim`, `bpf`, `hook` or `ctl`."""
     host: str = ""
     """Host name of the machine. Assigned by the daemon."""
-    severity: Severity = "info"
+    severity: EventSeverity = "info"
     """`info`, `low`, `medium`, `high` or `critical`, from the type's rule (docs/events.md, "Severity"). Assigned by the daemon's writer: a value set by a producer or a sender is replaced."""
     session_id: str | None = None
     """The agent session, when known; joins the events of one session."""
@@ -241,7 +252,7 @@ class DetectionResult(BaseModel):
     """The pattern's name."""
     category: str
     """Its category (tool poisoning, hidden instructions, credential or exfiltration bait, ...)."""
-    severity: Literal["low", "medium", "high", "critical"]
+    severity: Severity
     """`low`, `medium`, `high` or `critical`."""
     matches: list[DetectionMatch]
     """Where it matched."""
@@ -306,7 +317,7 @@ class MCPToolChanged(Event):
     """What changed, field by field."""
     detections: list[DetectionResult] = Field(default_factory=list)
     """What the detector found in the new definition."""
-    action: Literal["block", "alert", "allow"] = "alert"
+    action: PinAction = "alert"
     """`block`, `alert` or `allow` (from `on_change` in the policy)."""
 
 
@@ -366,11 +377,11 @@ class MCPToolCalled(Event):
     """The hash of the tool's definition, when known."""
     flow_type: str | None = None
     """When the data-flow step found a flow: its type (docs/flow.md)."""
-    risk_level: Literal["none", "medium", "high", "critical"] | None = None
+    risk_level: RiskLevel | None = None
     """When the data-flow step found a flow or a suspicious endpoint: its risk."""
-    flow_decision: Literal["allow", "warn", "ask", "deny"] | None = None
+    flow_decision: FlowDecision | None = None
     """The data-flow step's verdict (`warn`: allowed and reported; `ask` degrades to `warn` where nobody can be asked)."""
-    coverage: Literal["full", "proxy_only"] | None = None
+    coverage: Coverage | None = None
     """The flow session's coverage mode."""
 
 
@@ -383,8 +394,8 @@ class MCPToolCallIntercepted(Event):
     type: Literal["mcp_tool_call_intercepted"] = "mcp_tool_call_intercepted"
     request_id: str
     """The proxy request (joins `llm_request`)."""
-    dialect: Literal["anthropic", "openai", "openai-responses"]
-    """`anthropic`, `openai` or `openai-responses`."""
+    dialect: Dialect
+    """The API dialect of the response, as the proxy names it (e.g. `anthropic`, `openai`, `openai-responses`): lowercase letters, digits, `_` and `-` (docs/architecture.md "Vocabulary")."""
     tool_name: str
     """The tool the model called."""
     tool_call_id: str
@@ -407,11 +418,11 @@ class MCPToolCallIntercepted(Event):
     """``input`` is a bounded copy: the call's arguments were too big to ship whole (over 1 MiB)."""
     flow_type: str | None = None
     """When the data-flow step found a flow: its type (docs/flow.md)."""
-    risk_level: Literal["none", "medium", "high", "critical"] | None = None
+    risk_level: RiskLevel | None = None
     """When the data-flow step found a flow or a suspicious endpoint: its risk."""
-    flow_decision: Literal["allow", "warn", "ask", "deny"] | None = None
+    flow_decision: FlowDecision | None = None
     """The data-flow step's verdict (`warn`: allowed and reported; `ask` degrades to `warn` where nobody can be asked)."""
-    coverage: Literal["full", "proxy_only"] | None = None
+    coverage: Coverage | None = None
     """The flow session's coverage mode."""
 
 
@@ -430,9 +441,9 @@ class MCPResultInjection(Event):
     """The sentence that carries the injection (at most 300 characters)."""
     detections: list[DetectionResult] = Field(default_factory=list)
     """What was found."""
-    max_severity: Literal["low", "medium", "high", "critical"] | None = None
+    max_severity: Severity | None = None
     """The highest severity among `detections`."""
-    action: Literal["alert", "block"] = "alert"
+    action: DetectionAction = "alert"
     """`alert` (the result was passed on) or `block` (withheld from the model)."""
 
 
@@ -555,10 +566,10 @@ class LLMRequest(Event):
     type: Literal["llm_request"] = "llm_request"
     request_id: str
     """The proxy's id of the request (joins `mcp_tool_call_intercepted`)."""
-    provider: Literal["anthropic", "openai", "unknown"]
-    """`anthropic`, `openai` or `unknown`."""
-    dialect: str | None = None
-    """The API dialect: `anthropic`, `openai`, `openai-responses`."""
+    provider: Provider
+    """The provider the request went to, as the proxy names it (e.g. `anthropic`, `openai`; `unknown` when no upstream matched): lowercase letters, digits, `_` and `-` (docs/architecture.md "Vocabulary")."""
+    dialect: Dialect | None = None
+    """The API dialect, as the proxy names it (as in `mcp_tool_call_intercepted`)."""
     model: str | None = None
     """The model asked for."""
     path: str
@@ -603,7 +614,7 @@ class HookEvaluation(Event):
     """The hook: `PreToolUse` (a decision) or `PostToolUse` (the result recorded as a data origin)."""
     tool_name: str
     """The tool the agent uses (`Read`, `Bash`, `WebFetch`, `mcp__<server>__<tool>` ...)."""
-    decision: Literal["allow", "warn", "ask", "deny"]
+    decision: FlowDecision
     """`allow`, `warn`, `ask` or `deny` (what the hook answered the agent; `PostToolUse` is always `allow`)."""
     reason: str | None = None
     """Why (for anything but `allow`): names the flow, e.g. `internal→external flow: data read by Read (/home/u/.env) sent by WebFetch to evil.example (sensitive: aws_access_key)`."""
@@ -611,9 +622,9 @@ class HookEvaluation(Event):
     """The flow tracker's class of the tool: `internal`, `external`, `hybrid`, `unknown`."""
     flow_type: str | None = None
     """The data flow found, if any: `internal→external`, `internal→internal`, `external→internal`, `external→external`."""
-    risk_level: Literal["none", "medium", "high", "critical"] | None = None
+    risk_level: RiskLevel | None = None
     """The flow's risk: `none`, `medium`, `high`, `critical`."""
-    coverage: Literal["full", "proxy_only"] | None = None
+    coverage: Coverage | None = None
     """The session's coverage mode: `full` (hooks see the agent's own tools) or `proxy_only`."""
     agent: str = "claude-code"
     """The agent whose hook ran."""
@@ -651,7 +662,7 @@ class FlowSummary(Event):
     """MCP sessions linked to this one."""
     tools_used: list[str] = Field(default_factory=list)
     """Tools used in the session."""
-    coverage: Literal["full", "proxy_only"] | None = None
+    coverage: Coverage | None = None
     """`full` when hooks fed the session, else `proxy_only`."""
     reason: Literal["idle", "evicted", "shutdown"] | None = None
     """Why it ended: idle past `flow.flow_tracking.session_timeout_minutes`, evicted (too many sessions), or the daemon stopped (flow state is not kept across restarts)."""

@@ -32,13 +32,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentsh.agent.core.version import __version__
+from agentsh.agent.core.vocab import EVENT_SEVERITIES
 
 OCSF_VERSION = "1.5.0"
 PROFILES: tuple[str, ...] = ("host", "security_control")
 SCHEMA_DIR = Path(__file__).with_name("ocsf_schema")
 SCHEMA_FILE = SCHEMA_DIR / f"ocsf-{OCSF_VERSION}.schema.json"
 
-SEVERITY_ID = {"info": 1, "low": 2, "medium": 3, "high": 4, "critical": 5}
+SEVERITY_ID = {s: i + 1 for i, s in enumerate(EVENT_SEVERITIES)}  # info 1 .. critical 5
 SEVERITY_CAPTION = {1: "Informational", 2: "Low", 3: "Medium", 4: "High", 5: "Critical"}
 STATUS = {0: "Unknown", 1: "Success", 2: "Failure", 99: "Other"}
 FINDING_STATUS = {0: "Unknown", 1: "New", 2: "In Progress", 3: "Suppressed", 4: "Resolved", 5: "Archived", 99: "Other"}
@@ -413,13 +414,10 @@ def _tool_called(ev: Any, d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_TOOL_USE_OP = {"anthropic": "tool_use", "openai": "tool_calls", "openai-responses": "function_call"}
-
-
 def _intercepted(ev: Any, d: dict[str, Any]) -> dict[str, Any]:
     blocked = ev.action == "block"
     out = {"activity_id": 99, "activity_label": "Call", "status_id": 2 if blocked else 1,
-           "api": _api(_TOOL_USE_OP.get(ev.dialect, "tool_call"), ev.server_id, ev.tool_call_id),
+           "api": _api("tool_call", ev.server_id, ev.tool_call_id),  # one name whatever the dialect (in `message`)
            "src_endpoint": _here(ev, d),
            "resources": [_tool(ev.tool_name, ev.server_id, ev.tool_hash)], **_decision(blocked),
            "message": f"model called {ev.server_id}/{ev.tool_name} ({ev.dialect}): {ev.action}"
@@ -583,7 +581,7 @@ MAPPINGS: dict[str, Mapping] = {
         "`api` tools/call (`request.uid` the JSON-RPC id), `resources` the tool, `actor` the shim", _tool_called),
     "mcp_tool_call_intercepted": Mapping(
         API_ACTIVITY, "Other (99) `Call`", _ALLOW_BLOCK,
-        "`api` tool_use / tool_calls / function_call (`request.uid` the call id), `resources` the tool", _intercepted),
+        "`api` tool_call (`request.uid` the call id; the dialect is in `message`), `resources` the tool", _intercepted),
     "mcp_result_injection": Mapping(DETECTION_FINDING, "Create (1)", _BY_POLICY, "`finding_info.desc` the excerpt", _result_injection),
     "mcp_network_connection": Mapping(
         NETWORK_ACTIVITY, "Open (1); Refuse (5) when blocked; Traffic (6) for `sendmsg`", _ALLOW_BLOCK.replace(" (`status_detail`: the reason)", ""),

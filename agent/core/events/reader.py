@@ -30,6 +30,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from agentsh.agent.core.vocab import RISK_LEVELS as RISK_LEVELS  # agentshctl events --risk-level
+from agentsh.agent.core.vocab import RISK_RANK as _RISK_RANK
+
 _REL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _MAX_OPEN = 64
@@ -64,10 +67,6 @@ def _ts_key(ts: Any) -> datetime | None:
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-RISK_LEVELS = ("none", "medium", "high", "critical")
-_RISK_RANK = {r: i for i, r in enumerate(RISK_LEVELS)}
 
 
 def _risk_at_least(d: dict[str, Any], rank: int) -> bool:

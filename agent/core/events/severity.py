@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["info", "low", "medium", "high", "critical"]
-LEVELS: tuple[Severity, ...] = ("info", "low", "medium", "high", "critical")
-_RANK = {s: i for i, s in enumerate(LEVELS)}
+from agentsh.agent.core.vocab import EVENT_SEVERITIES as LEVELS
+from agentsh.agent.core.vocab import EVENT_SEVERITY_RANK as _RANK
+from agentsh.agent.core.vocab import EventSeverity as Severity
+
 _FLOW_RISK: dict[str, Severity] = {"none": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"}
 
 

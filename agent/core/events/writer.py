@@ -207,7 +207,7 @@ class _Ticket:
         if self._event is not None:
             self._event.set()
             return
-        assert self._loop is not None
+        assert self._loop is not None and self._fut is not None
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
             self._loop.call_soon_threadsafe(_set_result, self._fut, ok)
 

@@ -47,6 +47,7 @@ from agentsh.agent.core.flow.shell import (
 )
 from agentsh.agent.core.policy.schema import FlowConfig, Policy
 from agentsh.agent.core.sensitive import SensitiveDetector, SensitiveMatch
+from agentsh.agent.core.vocab import Coverage, FlowDecision, RiskLevel
 
 __all__ = ["FlowEngine", "FlowVerdict", "OriginRef", "RecordResult"]
 
@@ -140,13 +141,13 @@ class OriginRef:
 
 @dataclass(slots=True)
 class FlowVerdict:
-    action: Literal["allow", "warn", "ask", "deny"]
+    action: FlowDecision
     flow_type: str | None
-    risk_level: Literal["none", "medium", "high", "critical"]
+    risk_level: RiskLevel
     reason: str | None
     classification: ClassificationResult
     matched_origins: tuple[OriginRef, ...] = ()
-    coverage: Literal["full", "proxy_only"] = "proxy_only"
+    coverage: Coverage = "proxy_only"
     destinations: tuple[str, ...] = ()
     sensitive_types: tuple[str, ...] = ()
     session_id: str = ""
@@ -470,7 +471,7 @@ class FlowEngine:
                                 "Bash", None, "internal", "internal", up, sens, "implicit", 0.0
                             )
                         )
-            coverage: Literal["full", "proxy_only"] = "full" if s.has_hooks else "proxy_only"
+            coverage: Coverage = "full" if s.has_hooks else "proxy_only"
 
         if out.shell is not None and external:
             for v in out.shell.env_vars:
@@ -493,10 +494,10 @@ class FlowEngine:
             recorded = {t for m in found.values() for t in m.sensitive}
             for vs in decoded:
                 for v in vs:
-                    for m in detector.find(v):
-                        if m.type in recorded or m.type in seen_types or _glued_digits(m, v):
+                    for hit in detector.find(v):
+                        if hit.type in recorded or hit.type in seen_types or _glued_digits(hit, v):
                             continue
-                        seen_types.add(m.type)
+                        seen_types.add(hit.type)
             if seen_types:
                 implicit.append(
                     OriginRef(
@@ -592,7 +593,7 @@ class FlowEngine:
         return FlowVerdict(
             action,  # type: ignore[arg-type]
             flow_type,
-            risk,  # type: ignore[arg-type]
+            risk,
             reason,
             cls,
             tuple(refs),

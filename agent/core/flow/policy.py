@@ -24,15 +24,15 @@ from dataclasses import dataclass
 
 from agentsh.agent.core.flow.shell import host_of
 from agentsh.agent.core.policy.schema import FlowPolicyConfig
+from agentsh.agent.core.vocab import RISK_RANK, RiskLevel
 
-__all__ = ["CompiledFlowPolicy", "FlowType", "risk_for"]
+__all__ = ["RISK_RANK", "CompiledFlowPolicy", "FlowType", "risk_for"]
 
 FlowType = str  # "internal→external" etc.
 I2E = "internal→external"
-RISK_RANK = {"none": 0, "medium": 1, "high": 2, "critical": 3}
 
 
-def risk_for(flow_type: str | None, sensitive: bool, justified: bool | None, require: bool) -> str:
+def risk_for(flow_type: str | None, sensitive: bool, justified: bool | None, require: bool) -> RiskLevel:
     if flow_type != I2E:
         return "none"
     if sensitive:

@@ -25,10 +25,15 @@ low confidence, and the whole command line is treated as outgoing payload.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from agentsh.agent.core.flow.shlex_bash import DYN, ShellSyntaxError, Tok, Word, tokenize
+
+if TYPE_CHECKING:
+    from agentsh.agent.core.flow.classify import Class
 
 __all__ = ["ShellAnalysis", "ShellCommand", "analyze", "is_sensitive_path"]
 
@@ -76,7 +81,7 @@ class ShellAnalysis:
         )
 
     @property
-    def classification(self) -> str:
+    def classification(self) -> Class:
         if self.opaque:
             return "hybrid"
         return "external" if self.network else "internal"
@@ -893,7 +898,7 @@ def _reads_of(s: _Simple, name: str) -> list[str]:
     return [f"<output of {name}>"] if name else []
 
 
-def _positional(args: list[str], with_arg: tuple[str, ...] | frozenset[str]) -> list[str]:
+def _positional(args: list[str], with_arg: Collection[str]) -> list[str]:
     out: list[str] = []
     i = 0
     ended = False
@@ -1029,29 +1034,29 @@ def _curl(a: _Analyzer, c: ShellCommand, args: list[str], s: _Simple) -> None:
     rest: list[str] = []
     i = 0
     while i < len(args):
-        a = args[i]
+        arg = args[i]
         opt, val = None, None
-        if a.startswith("--"):
-            if "=" in a and a.split("=", 1)[0] in with_arg:
-                opt, val = a.split("=", 1)
-            elif a in with_arg:
-                opt = a
+        if arg.startswith("--"):
+            if "=" in arg and arg.split("=", 1)[0] in with_arg:
+                opt, val = arg.split("=", 1)
+            elif arg in with_arg:
+                opt = arg
                 i += 1
                 val = args[i] if i < len(args) else ""
-        elif a.startswith("-") and len(a) > 1:
+        elif arg.startswith("-") and len(arg) > 1:
             # combined short flags: the first that takes an argument consumes the rest
-            for j in range(1, len(a)):
-                f = "-" + a[j]
+            for j in range(1, len(arg)):
+                f = "-" + arg[j]
                 if f in with_arg:
                     opt = f
-                    if j + 1 < len(a):
-                        val = a[j + 1 :]
+                    if j + 1 < len(arg):
+                        val = arg[j + 1 :]
                     else:
                         i += 1
                         val = args[i] if i < len(args) else ""
                     break
         else:
-            rest.append(a)
+            rest.append(arg)
         i += 1
         if opt is None or val is None:
             continue

@@ -52,7 +52,8 @@ from agentsh.agent.core.mcp.ratelimit import RateLimiter
 from agentsh.agent.core.mcp.registry import ToolEntry, ToolRegistry
 from agentsh.agent.core.mcp.types import Decision, DecisionRequest
 from agentsh.agent.core.policy.globs import glob_match
-from agentsh.agent.core.policy.schema import SEVERITY_RANK, MCPConfig, MCPToolRule, Policy
+from agentsh.agent.core.policy.schema import MCPConfig, MCPToolRule, Policy
+from agentsh.agent.core.vocab import SEVERITY_RANK
 
 if TYPE_CHECKING:  # the shim and the proxy decide offline without the flow engine
     from agentsh.agent.core.flow.engine import FlowEngine
@@ -72,7 +73,6 @@ _FLOW_LAYER = {"hook": "hook", "proxy": "proxy", "shim": "mcp", "test": "mcp"}
 _PPID_TTL = 60.0
 _ppid_cache: dict[int, tuple[float, int | None]] = {}
 _STATIC_CACHE_MAX = 65536
-_DIALECTS = frozenset({"anthropic", "openai", "openai-responses"})
 
 
 def q(s: str) -> str:
@@ -519,7 +519,8 @@ class DecisionEngine:
         try:
             ev: Event
             if req.source == "proxy":
-                dialect = req.dialect if req.dialect in _DIALECTS else "anthropic"
+                if req.dialect is None:  # the control API refuses this; an in-process caller's bug
+                    raise ValueError("a proxy decision request names no dialect")
                 ev = MCPToolCallIntercepted(
                     source="proxy",
                     session_id=req.session_id,
@@ -527,7 +528,7 @@ class DecisionEngine:
                     uid=req.uid,
                     input_truncated=req.arguments_truncated,
                     request_id=req.request_id or "",
-                    dialect=dialect,  # type: ignore[arg-type]
+                    dialect=req.dialect,  # kept as given; validated by the event model
                     tool_name=req.tool_name,
                     tool_call_id=req.tool_call_id or "",
                     input=req.arguments,

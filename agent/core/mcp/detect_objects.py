@@ -309,7 +309,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 continue
             add(_path_obj(p, m.start(), m.start() + len(p), pcs))
     # tools named without backticks: peers, siblings, identifiers next to a call word
-    for pl in peer_hits:
+    for pl in sorted(peer_hits):  # one order in every process (verdicts dedupe on the first)
         generic = pl.isalpha()
         for ms, me in _word_spans(t, pl):
             if _overlaps(taken, ms, me):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from agentsh.agent.core.mcp.detect_text import Prepared, prepare
+from agentsh.agent.core.mcp.detect_text import Prepared, TextMemo, prepare
 
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
 MAX_STRINGS = 4000
@@ -229,9 +229,13 @@ _SENT_END_RE = re.compile(r"[.!?。！？](?=\s|$)|\n|\x00")
 _ABBREV = ("e.g", "i.e", "etc", "vs", "approx", " no", "cf", "eg", "ie")
 
 
-def split_sentences(text: str) -> list[tuple[int, int]]:
+def split_sentences(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each sentence; a full stop inside "…" on the same line or after an
-    abbreviation does not end one."""
+    abbreviation does not end one. Memoised per text (detect_text.TextMemo)."""
+    return _SPLIT(text)
+
+
+def _split_sentences(text: str) -> tuple[tuple[int, int], ...]:
     out: list[tuple[int, int]] = []
     a = 0
     quotes = '"' in text or "“" in text
@@ -248,7 +252,10 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         a = e
     if a < len(text) and not text[a:].isspace():
         out.append((a, len(text)))
-    return out
+    return tuple(out)
+
+
+_SPLIT = TextMemo(_split_sentences)
 
 
 def _unbalanced(text: str, a: int, z: int) -> bool:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.core.events.models import DetectionResult, MCPResultInjection
 from agentsh.agent.core.mcp import detect_lex as lx
-from agentsh.agent.core.mcp.checks import RANK, Finding, context_of
+from agentsh.agent.core.mcp.checks import RANK, SEVERITIES, Finding, context_of
 from agentsh.agent.core.mcp.checks.directives import find_cues, judge, tokens_of
 from agentsh.agent.core.mcp.checks.encoded import decoded_runs, may_hold_payload
 from agentsh.agent.core.mcp.detect_chars import scan_chars
@@ -190,7 +190,7 @@ class ResultScanner:
                 inner = self._judge_text(decoded, tool, f"{kind}-encoded text")
                 if inner:
                     worst = max(RANK[x.severity] for x in inner)
-                    sev = ("low", "medium", "high", "critical")[min(3, max(2, worst + 1))]
+                    sev = SEVERITIES[min(3, max(2, worst + 1))]
                     findings.append(Finding("encoded_payload", sev, f"{kind}_payload", "result",
                                             decoded[:_EXCERPT], s, context_of(text, s, e),
                                             f"{kind}-encoded: {inner[0].why}"))
@@ -265,7 +265,7 @@ class ResultScanner:
                 continue
             s, e = (sent.start + v.obj.start, sent.start + v.obj.end) if (
                 v.obj is not None and v.obj.end > v.obj.start) else (sent.start, sent.end)  # fmt: skip
-            sev = ("low", "medium", "high", "critical")[min(3, v.level)]
+            sev = SEVERITIES[min(3, v.level)]
             why = f"order '{c.directive or 'implicit'}' → {v.what}"
             out.append(_finding(sent.field, s, e, v.category, sev, v.pattern, why))
         return out, c.directive

@@ -30,13 +30,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
+from agentsh.agent.core.mcp.detect_text import TextMemo
 
 if TYPE_CHECKING:
     from agentsh.agent.core.mcp.checks import Finding
@@ -44,6 +48,8 @@ if TYPE_CHECKING:
 WEIGHTS_PATH = Path(__file__).with_name("detector_weights.json")
 
 _WORD_RE = re.compile(r"[^\W_]+")
+_DIGIT_RE = re.compile(r"[0-9]")
+_NUMBER_RE = re.compile(r"(?<![A-Za-z0-9])[0-9]+(?![A-Za-z0-9])")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _URL_RE = re.compile(r"\b(?:https?|ftp|wss?)://|\bwww\.")
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
@@ -173,22 +179,28 @@ def _purpose_feats(t: str, tool: ParsedTool) -> list[str]:
     return ["p:some"]
 
 
-_SEV_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
+_EPS = 1e-9  # pruning margin: a sum in another order may differ in its last bits
 
 
 def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 256 * 1024,
           prune: Model | None = None) -> Iterator[Unit]:  # fmt: skip
-    """Every sentence of the definition's prose with its features. With ``prune``, a
-    sentence whose score cannot reach that model's ``threshold_medium`` (its words and
-    position counted exactly, the other features at their most) is skipped before its
-    objects and purpose are looked at: most sentences of real manuals."""
+    """Every sentence of the definition's prose with its features. With ``prune``, only
+    the sentences whose score can reach that model's ``threshold_medium`` (the only ones
+    ``scored_findings`` can report), decided before the features are built:
+
+    1. its words, position and kind counted exactly at C speed (``Model.word_logit``),
+       its objects, purpose and framing at the most they could add given the characters
+       the field, then the sentence, holds (``Model.rest_bound``): most sentences of real
+       manuals end here;
+    2. else its objects and purpose found and the logit summed exactly.
+    """
     by_field: dict[str, list[Finding]] = {}
     for f in findings:
         by_field.setdefault(f.field, []).append(f)
     budget = max_chars
     peers = [p for p in tool.peers if len(p) >= 3]
     first_desc = True
-    floor = prune.floor if prune is not None else 0.0
+    floor = prune.floor - _EPS if prune is not None else 0.0
     for f in tool.prose:
         text = f.lower
         if budget <= 0:
@@ -197,55 +209,90 @@ def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 2
             text = text[:budget]
         budget -= len(text)
         fl = by_field.get(f.path, ())
+        # the rule findings' positions in the normalised text, once per field
+        marks = [(fd.position if f.prep is None else _lower_pos(f, fd.position), fd) for fd in fl]
         kind = "k:" + f.kind
         is_desc = f.path == "description"
         folded = f.prep is not None and f.prep.folded
         bounds = split_sentences(text)
+        last = len(bounds) - 1
+        if prune is not None:
+            field_rest = prune.rest_bound(text, _BLANKS in text, peers)
+            pw = prune.weights.get
+            w_field = pw(kind, 0.0) + (pw("pos:param", 0.0) if f.param is not None else 0.0)
+            w_pos = pw("pos:desc_later" if is_desc else "pos:schema", 0.0)
         for i, (a, z) in enumerate(bounds):
             t = text[a:z]
             first = is_desc and first_desc
             first_desc = first_desc and not is_desc
-            feats = _word_feats(t)
-            feats.append(kind)
-            feats.append("pos:first" if first else ("pos:desc_later" if is_desc else "pos:schema"))
-            if i == len(bounds) - 1 and is_desc and not first:
-                feats.append("pos:desc_last")
-            if f.param is not None:
-                feats.append("pos:param")
-            n = len(t)
-            feats.append("len:" + ("s" if n < 40 else "m" if n < 160 else "l"))
-            if not t.isascii():
-                feats.append("s:nonascii")
             rule = []
-            for fd in fl:
-                pos = fd.position if f.prep is None else _lower_pos(f, fd.position)
+            for pos, fd in marks:
                 if a <= pos < z:
                     rule.append("r:" + fd.pattern)
                     rule.append("rs:" + fd.severity)
-            if prune is not None and not rule and not folded and \
-                    prune.logit(feats) + prune.rest_max < floor:  # fmt: skip
-                continue
-            feats.extend(rule)
+            fast = prune.word_logit(t) if prune is not None else None
+            if fast is not None and not rule and not folded:
+                # step 1: the fixed features are distinct strings, summed one by one
+                assert prune is not None
+                n = len(t)
+                known = fast + w_field + (pw("pos:first", 0.0) if first else w_pos) + \
+                    pw("len:s" if n < 40 else "len:m" if n < 160 else "len:l", 0.0)  # fmt: skip
+                if i == last and is_desc and not first:
+                    known += pw("pos:desc_last", 0.0)  # (``fast`` is ASCII-only: no s:nonascii)
+                if known + field_rest < floor or known + prune.rest_bound(
+                        t, _BLANKS in text[max(0, a - 40) : a + 1], peers) < floor:  # fmt: skip
+                    continue
+            n = len(t)
+            fixed = [
+                kind,
+                "pos:first" if first else ("pos:desc_later" if is_desc else "pos:schema"),
+            ]
+            if i == last and is_desc and not first:
+                fixed.append("pos:desc_last")
+            if f.param is not None:
+                fixed.append("pos:param")
+            fixed.append("len:" + ("s" if n < 40 else "m" if n < 160 else "l"))
+            if not t.isascii():
+                fixed.append("s:nonascii")
             hits = [p for p in peers if p in t]
-            feats.extend(_object_feats(t, tool, hits))
-            feats.extend(_purpose_feats(t, tool))
+            rest = _object_feats(t, tool, hits)
+            rest.extend(_purpose_feats(t, tool))
             if folded:
-                feats.append("s:folded")
+                rest.append("s:folded")
             if _BLANKS in text[max(0, a - 40) : a + 1]:
-                feats.append("s:below_blanks")
+                rest.append("s:below_blanks")
+            words: list[str] | None = None
+            if prune is not None:
+                if fast is None:
+                    words = _word_feats(t)
+                    z_ = prune.logit([*words, *fixed, *rule, *rest])
+                else:
+                    z_ = fast + prune.fixed_logit([*fixed, *rule, *rest])
+                if z_ < floor:
+                    continue
+            feats = words if words is not None else _word_feats(t)
+            feats.extend(fixed)
+            feats.extend(rule)
+            feats.extend(rest)
             yield Unit(f, a, z, feats, first)
 
 
 def _lower_pos(f: Field, orig: int) -> int:
-    """Map an original-character position back to the normalised text (approximately)."""
+    """Map an original-character position back to the normalised text: the first
+    normalised character whose original position is at or after ``orig`` (the index is
+    non-decreasing, so a bisection)."""
     prep = f.prep
     if prep is None:
         return orig
-    for i in range(len(f.lower)):
-        s, _ = prep.orig_span(i, i + 1)
-        if s >= orig:
-            return i
-    return len(f.lower)
+    n = len(f.lower)
+    idx = prep.index
+    if idx is None:
+        return max(0, min(orig, n))
+    if not idx:
+        return n if orig > 0 else 0
+    m = min(n, len(idx))
+    # past the index's end orig_span repeats its last entry, which is below ``orig`` here
+    return bisect_left(idx, orig, 0, m) if m and idx[m - 1] >= orig else n
 
 
 @dataclass(slots=True)
@@ -258,6 +305,12 @@ class Model:
     rest_max: float = 0.0  # the most the object/purpose/framing features can add
     floor: float = 0.0  # threshold_medium as a logit
 
+    _uni: dict[str, float] = dc_field(default_factory=dict, repr=False)  # "w:x" as "x"
+    _bi: dict[str, float] = dc_field(default_factory=dict, repr=False)  # "b:x y" as "x y"
+    _gain: dict[str, float] = dc_field(default_factory=dict, repr=False)  # o:/p:/s: weights above 0
+    _purpose_max: float = 0.0
+    _words: TextMemo[float | None] = dc_field(init=False, repr=False)
+
     def __post_init__(self) -> None:
         w = self.weights
         pos = lambda prefix: [v for k, v in w.items() if k.startswith(prefix) and v > 0]  # noqa: E731
@@ -265,6 +318,71 @@ class Model:
             sum(v for k, v in w.items() if k in ("s:below_blanks",) and v > 0)  # fmt: skip
         t = min(max(self.threshold_medium, 1e-6), 1 - 1e-6)
         self.floor = math.log(t / (1 - t))
+        self._uni = {k[2:]: v for k, v in w.items() if k.startswith("w:")}
+        self._bi = {k[2:]: v for k, v in w.items() if k.startswith("b:")}
+        self._gain = {k: v for k, v in w.items() if k[:2] in ("o:", "p:", "s:") and v > 0}
+        # a sentence has one purpose feature
+        self._purpose_max = max(
+            (v for k, v in self._gain.items() if k.startswith("p:")), default=0.0
+        )
+        self._words = TextMemo(self._word_logit)
+
+    def word_logit(self, t: str) -> float | None:
+        """``bias`` plus the weights of the word and word-pair features ``_word_feats``
+        gives an ASCII sentence, each counted once, in C-level loops; None for other text
+        (CJK character pairs: the caller builds the features). Memoised per text."""
+        return self._words(t)
+
+    def _word_logit(self, t: str) -> float | None:
+        if not t.isascii():
+            return None
+        if _DIGIT_RE.search(t) is not None:
+            t = _NUMBER_RE.sub("0", t)  # a number is the word "0" (``str.isdigit`` on ASCII)
+        toks = _WORD_RE.findall(t)
+        if not toks:
+            return self.bias
+        pairs = map(" ".join, zip(["^", *toks], toks, strict=False))  # one pair per word
+        return self.bias + sum(map(self._uni.get, set(toks), repeat(0.0))) + \
+            sum(map(self._bi.get, set(pairs), repeat(0.0)))  # fmt: skip
+
+    def fixed_logit(self, feats: Iterable[str]) -> float:
+        w = self.weights
+        return sum(w.get(x, 0.0) for x in set(feats))
+
+    def rest_bound(self, t: str, blanks: bool, peers: Iterable[str]) -> float:
+        """The most the object, purpose and framing features can add to a sentence within
+        ``t`` (``blanks``: it may sit below a run of blank lines): each positive weight
+        counted only when the characters its detector needs occur in ``t``
+        (``_object_feats``: a URL needs "://" or "www.", an identifier "_", a path "/" …).
+        Never below what they really add."""
+        g = self._gain
+        r = self._purpose_max
+        if "://" in t or "www." in t:
+            r += g.get("o:url", 0.0)
+        if "@" in t:
+            r += g.get("o:email", 0.0)
+        if "." in t:
+            r += g.get("o:host", 0.0) + g.get("o:ip", 0.0) + g.get("o:dotfile", 0.0)
+        if "~/" in t or "$home" in t or "/" in t or "%" in t:
+            r += g.get("o:home_path", 0.0)
+        if "/" in t:
+            r += g.get("o:sys_path", 0.0)
+        if "`" in t:
+            r += g.get("o:tick_cmd", 0.0) + g.get("o:tick_word", 0.0)
+        if "(" in t:
+            r += g.get("o:call_syntax", 0.0)
+        if "_" in t:
+            r += g.get("o:self", 0.0) + g.get("o:peer", 0.0) + g.get("o:foreign_ident", 0.0) + \
+                g.get("o:sibling", 0.0)  # fmt: skip
+        if any(p in t for p in peers):
+            r += g.get("o:peer_name", 0.0)
+        # a parameter named as a plain word, a quotation mark: anywhere
+        r += g.get("o:own_param", 0.0) + g.get("o:quote", 0.0)
+        if "<" in t or "[" in t:
+            r += g.get("o:frame", 0.0)
+        if blanks:
+            r += g.get("s:below_blanks", 0.0)
+        return r
 
     def logit(self, feats: Iterable[str]) -> float:
         w = self.weights
@@ -277,7 +395,7 @@ class Model:
     def top_terms(self, feats: Iterable[str], n: int = 3) -> list[tuple[str, float]]:
         w = self.weights
         items = [(x, w[x]) for x in set(feats) if w.get(x, 0.0) > 0]
-        items.sort(key=lambda kv: -kv[1])
+        items.sort(key=lambda kv: (-kv[1], kv[0]))  # ties by name: the same why in every process
         return items[:n]
 
     def to_json(self) -> dict[str, object]:

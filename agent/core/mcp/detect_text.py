@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Generic, TypeVar
+
+_T = TypeVar("_T")
 
 # Cyrillic / Greek / Armenian / Latin-extended letters that render like Latin
 # ones. NFKC handles fullwidth and mathematical alphanumerics; these remain.
@@ -175,3 +180,49 @@ def prepare(text: str) -> Prepared:
     lower = "".join(out)
     folded = lower != text.lower()
     return Prepared(text, lower, index, ansi, folded)
+
+
+# ------------------------------------------------------------------ text memos
+
+_MEMOS: weakref.WeakSet[TextMemo[object]] = weakref.WeakSet()
+
+
+class TextMemo(Generic[_T]):
+    """A bounded memo of a pure function of one string (sentence bounds, the gate, a
+    sentence's word score). The tools of one server repeat their parameter texts ("The
+    repository owner", "Page number"): a tools/list reads each distinct text once. Only
+    texts up to ``max_len`` characters are kept and at most ``max_entries`` of them
+    (oldest dropped first), so hostile input cannot grow it; results must be immutable."""
+
+    __slots__ = ("__weakref__", "_d", "fn", "max_entries", "max_len")
+
+    def __init__(
+        self, fn: Callable[[str], _T], max_entries: int = 8192, max_len: int = 4096
+    ) -> None:
+        self.fn = fn
+        self.max_entries = max_entries
+        self.max_len = max_len
+        self._d: dict[str, _T] = {}
+        _MEMOS.add(self)  # type: ignore[arg-type]
+
+    def __call__(self, text: str) -> _T:
+        d = self._d
+        try:
+            return d[text]
+        except KeyError:
+            pass
+        r = self.fn(text)
+        if len(text) <= self.max_len:
+            if len(d) >= self.max_entries:
+                del d[next(iter(d))]
+            d[text] = r
+        return r
+
+    def clear(self) -> None:
+        self._d.clear()
+
+
+def clear_text_memos() -> None:
+    """Forget every memoised text (bench/detector.py measures a first-seen tools/list)."""
+    for m in _MEMOS:
+        m.clear()

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_STRINGS",
     "Detector",
+    "clear_caches",
     "max_severity",
     "reaches",
     "results_from_findings",
@@ -51,6 +52,19 @@ _TOGGLED = frozenset(
      "path_traversal", "invisible_unicode", "ansi_escape", "encoded_payload", "model_directives",
      "shadowing", "embedded_secrets")
 )  # fmt: skip
+
+
+def clear_caches() -> None:
+    """Forget everything memoised per text, word or character (sentence bounds, gates,
+    word scores, stems, folded characters, classified command lines): the state of a
+    daemon that has never seen any tool. bench/detector.py measures a first-seen
+    tools/list from here."""
+    from agentsh.agent.core.mcp import detect_parse, detect_score, detect_shell, detect_text
+
+    detect_text.clear_text_memos()
+    for fn in (detect_parse.stem, detect_score._stem, detect_shell.classify,
+               detect_text._plain_lower, detect_text._fold_char):  # fmt: skip
+        fn.cache_clear()
 
 
 def max_severity(results: Iterable[DetectionResult]) -> str | None:

@@ -31,6 +31,7 @@ from agentsh.agent.core.mcp.hashing import canonical_json
 from agentsh.agent.core.mcp.registry import ToolEntry, ToolRegistry
 from agentsh.agent.core.mcp.types import Decision, DecisionRequest
 from agentsh.agent.core.policy.schema import SEVERITY_RANK, DetectionConfig, Policy
+from agentsh.agent.core.vocab import SERVER_TYPES, SOURCES
 
 if TYPE_CHECKING:
     from agentsh.agent.core.flow.engine import FlowEngine
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 REGISTRY_FILE = "registry.db"
 _CACHE_MAX = 4096
-_SOURCES = frozenset({"daemon", "proxy", "shim", "bpf", "hook", "ctl"})
+_SOURCES = frozenset(SOURCES)
 
 
 @dataclass(slots=True)
@@ -391,4 +392,4 @@ class MCPService:
 
 
 def _stype(s: str) -> Any:
-    return s if s in ("stdio", "http", "sse") else ""
+    return s if s in SERVER_TYPES else ""

@@ -8,11 +8,12 @@ control socket) and the BPF layer (in the daemon).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Action = Literal["allow", "block"]
-ServerType = Literal["stdio", "http", "sse", ""]
-CallSource = Literal["shim", "proxy", "hook", "test"]
+from agentsh.agent.core.vocab import Action, CallSource
+from agentsh.agent.core.vocab import MaybeServerType as ServerType
+
+__all__ = ["Action", "CallSource", "Decision", "DecisionRequest", "ServerType"]
 
 
 @dataclass(slots=True)
@@ -31,6 +32,8 @@ class DecisionRequest:
     # proxy context, carried into the mcp_tool_call_intercepted event
     request_id: str | None = None
     dialect: str | None = None
+    """The proxy's name of the API dialect (an identifier, agent/core/vocab.py
+    ``IDENT_PATTERN``); kept as given, required for ``source="proxy"``."""
     tool_call_id: str | None = None
     # shim context, carried into the mcp_tool_called event
     jsonrpc_id: Any = None
@@ -38,7 +41,7 @@ class DecisionRequest:
     emit: bool = True
     """Emit the decision event from the daemon (the normal case)."""
     arguments_truncated: bool | None = None
-    """The caller clipped ``arguments`` (too big to ship whole; agent/core/client.py)."""
+    """The caller clipped ``arguments`` (too big to ship whole; agent/core/client_sync.py)."""
     uid: int | None = None
     """Set by the daemon from the caller's credentials (never read from a request)."""
     # data-flow step (docs/flow.md "Modes")

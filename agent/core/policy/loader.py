@@ -10,6 +10,9 @@ scalars, lists concatenate (earlier files' items first).
 
 Every error names the file, line and column and the key path, e.g.
 ``/etc/agentsh/policy.d/20-mcp.yaml:14:5: mcp.denied_tools[1].tool: ...``.
+Facts the schema does not hold (the LLM proxy's provider names: the core does
+not import the proxy) are checked by ``checks`` the caller passes: each
+returns ``(key path, message)`` pairs, reported exactly like schema errors.
 
 Policy files are hostile input to a root daemon that re-reads them on every
 change, so reading is bounded (docs/policy.md, "Limits"): at most
@@ -27,7 +30,7 @@ import hashlib
 import importlib.resources
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,8 @@ MAX_ERRORS = 50
 """Errors reported per load; the rest are summed up in one last line."""
 
 Loc = tuple[str | int, ...]
+Check = Callable[[Policy], list[tuple[Loc, str]]]
+"""A check of a validated policy beyond the schema: (key path, message) per problem."""
 
 
 @dataclass(frozen=True)
@@ -307,7 +312,7 @@ def _read_all(paths: Sequence[Path]) -> tuple[list[tuple[str, str]], list[str]]:
     return texts, errors
 
 
-def load_texts(texts: Sequence[tuple[str, str]]) -> LoadedPolicy:
+def load_texts(texts: Sequence[tuple[str, str]], checks: Sequence[Check] = ()) -> LoadedPolicy:
     """Merge and validate ``(file name, YAML text)`` pairs in order.
 
     A clean policy is read once, without positions (read_data). Positions are
@@ -352,7 +357,20 @@ def load_texts(texts: Sequence[tuple[str, str]]) -> LoadedPolicy:
         policy = Policy.model_validate(data)
     except ValidationError as e:
         raise PolicyError(validation_errors(e, _origins_of(texts), names), names) from None
+    found = [p for check in checks for p in check(policy)]
+    if found:
+        raise PolicyError(check_errors(found, _origins_of(texts), names), names)
     return LoadedPolicy(policy=policy, files=names, hash=policy_hash(policy))
+
+
+def check_errors(found: Sequence[tuple[Loc, str]], origins: Origins, files: Sequence[str]) -> list[str]:
+    """``checks`` findings as ``file:line:column: key.path: message`` lines (the key's position)."""
+    lines: list[str] = []
+    for loc, msg in found:
+        origin = origins.get(loc)
+        where = str(origin) if origin else (files[-1] if files else "<policy>")
+        lines.append(f"{where}: {format_loc(loc)}: {msg}")
+    return lines
 
 
 def _origins_of(texts: Sequence[tuple[str, str]]) -> Origins:
@@ -368,14 +386,14 @@ def _origins_of(texts: Sequence[tuple[str, str]]) -> Origins:
     return Origins([n for n, _ in texts], root)
 
 
-def load_paths(paths: Sequence[Path]) -> LoadedPolicy:
+def load_paths(paths: Sequence[Path], checks: Sequence[Check] = ()) -> LoadedPolicy:
     texts, errors = _read_all(paths)
     if errors:
         raise PolicyError(errors, [str(p) for p in paths])
-    return load_texts(texts)
+    return load_texts(texts, checks)
 
 
-def load_dir(config_dir: Path | str) -> LoadedPolicy:
+def load_dir(config_dir: Path | str, checks: Sequence[Check] = ()) -> LoadedPolicy:
     """The effective policy of a config directory (see module docstring)."""
     config_dir = Path(config_dir)
     files = policy_files(config_dir)
@@ -396,7 +414,7 @@ def load_dir(config_dir: Path | str) -> LoadedPolicy:
     texts.extend(read)
     if errors:
         raise PolicyError(errors, [EMBEDDED_DEFAULT, *names] if len(texts) > len(read) else names)
-    return load_texts(texts)
+    return load_texts(texts, checks)
 
 
 def load_embedded() -> LoadedPolicy:

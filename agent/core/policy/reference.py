@@ -77,7 +77,7 @@ def rows(model: type[BaseModel] = Policy, prefix: str = "") -> list[tuple[str, s
         desc = (field.description or "").replace("\n", " ").replace("|", "\\|")
         out.append((key, _type_name(ann), _default(field), desc))
         if sub is not None:
-            suffix = "[]." if get_origin(ann) is list else ("<name>." if get_origin(ann) is dict else ".")
+            suffix = "[]." if get_origin(ann) is list else (".<name>." if get_origin(ann) is dict else ".")
             out.extend(rows(sub, key + suffix))
     return out
 

@@ -16,9 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentsh.agent.core.policy.globs import validate_glob
 from agentsh.agent.core.policy.regex_safety import check_regex
-
-Severity = Literal["low", "medium", "high", "critical"]
-SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
+from agentsh.agent.core.vocab import (
+    SEVERITY_RANK as SEVERITY_RANK,  # re-exported for the MCP modules
+)
+from agentsh.agent.core.vocab import DetectionAction, PinAction, Provider, ServerType, Severity
+from agentsh.agent.core.vocab import FlowDecision as FlowAction
 
 
 class _Model(BaseModel):
@@ -94,7 +96,7 @@ class EventsConfig(_Model):
 class MCPServerDeclaration(_Model):
     id: str = Field(min_length=1)
     """Server id used in rules, events and the registry."""
-    type: Literal["stdio", "http", "sse"] = "stdio"
+    type: ServerType = "stdio"
     """`stdio` (wrapped by agentsh-shim) or a network server (`http` streamable HTTP, `sse`)."""
     command: str | None = None
     """stdio: the command that starts the server (matched by the shim to find the server id)."""
@@ -149,7 +151,7 @@ class MCPToolRule(_Model):
 class VersionPinningConfig(_Model):
     enabled: bool = True
     """Compare each tool's definition hash with its pin (rug-pull detection)."""
-    on_change: Literal["block", "alert", "allow"] = "alert"
+    on_change: PinAction = "alert"
     """What a changed definition does to calls: `block`, `alert` (allow + event), `allow` (no check)."""
     auto_trust_first: bool = True
     """Pin a tool's hash the first time it is seen."""
@@ -227,7 +229,7 @@ class DetectionConfig(_Model):
 
 
 class OnDetection(_Model):
-    action: Literal["alert", "block"] = "alert"
+    action: DetectionAction = "alert"
     """`alert`: event only. `block`: hide the tool from tools/list and refuse calls until approved."""
     webhook_url: str = ""
     """Reserved: not used yet (alerts go to the event log)."""
@@ -254,7 +256,7 @@ DEFAULT_SERVER_PATTERNS = [
 class ResultsInspectionConfig(_Model):
     enabled: bool = True
     """Scan tool results (tools/call results in the shim, tool_result blocks in the proxy) for instructions addressed to the model (indirect prompt injection)."""
-    action: Literal["alert", "block"] = "alert"
+    action: DetectionAction = "alert"
     """`alert`: emit `mcp_result_injection` and pass the result on. `block`: also withhold the result from the model (the caller replaces it with an error)."""
     max_bytes: int = Field(65536, ge=1024, le=16 * 1024 * 1024)
     """Only the first this many characters of a result are scanned (bytes, for ASCII text): the cost per result is bounded."""
@@ -336,15 +338,9 @@ class ProviderUpstream(_Model):
         return v.rstrip("/")
 
 
-class ProvidersConfig(_Model):
-    anthropic: ProviderUpstream = Field(
-        default_factory=lambda: ProviderUpstream(base_url="https://api.anthropic.com")
-    )
-    """Upstream for Anthropic Messages API traffic."""
-    openai: ProviderUpstream = Field(
-        default_factory=lambda: ProviderUpstream(base_url="https://api.openai.com")
-    )
-    """Upstream for OpenAI Chat Completions and Responses API traffic."""
+ProviderName = Provider  # one rule for provider names (agent/core/vocab.py)
+"""A provider of the LLM proxy's dialect registry (docs/proxy.md "Dialects and routing"); the
+registry, not this schema, knows the names and checks them (the loader's ``checks``)."""
 
 
 class DLPCustomPattern(_Model):
@@ -381,8 +377,8 @@ class ProxyConfig(_Model):
     """`embedded`: DLP + MCP interception; `mcp-only`: no DLP, bodies stored for audit, MCP interception; `disabled`: not started."""
     listen: str = "127.0.0.1:7390"
     """HOST:PORT the proxy listens on."""
-    providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
-    """Upstreams per provider."""
+    providers: dict[ProviderName, ProviderUpstream] = Field(default_factory=dict)
+    """Upstream per provider, by the provider's name (docs/proxy.md "Dialects and routing" lists the names and their default base URLs); a provider not listed goes to its public API. An unknown name is an error."""
     dlp: DLPConfig = Field(default_factory=DLPConfig)
     """Request-body redaction (embedded mode)."""
     body_storage: BodyStorageConfig = Field(default_factory=BodyStorageConfig)
@@ -451,8 +447,6 @@ class ClassificationConfig(_Model):
     )
     """Server id → internal/external/hybrid."""
 
-
-FlowAction = Literal["allow", "warn", "ask", "deny"]
 
 
 class FlowPolicyConfig(_Model):

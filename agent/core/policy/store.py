@@ -13,7 +13,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import orjson
@@ -22,6 +22,7 @@ from agentsh.agent.core.events.models import Event, PolicyLoaded, PolicyRejected
 from agentsh.agent.core.policy.loader import (
     DROPIN_DIR,
     MAX_DROPINS,
+    Check,
     LoadedPolicy,
     PolicyError,
     load_dir,
@@ -37,9 +38,11 @@ LAST_GOOD = "last-good-policy.json"
 
 
 class PolicyStore:
-    def __init__(self, config_dir: Path, state_dir: Path | None = None) -> None:
+    def __init__(self, config_dir: Path, state_dir: Path | None = None, checks: Sequence[Check] = ()) -> None:
         self.config_dir = Path(config_dir)
         self.state_dir = state_dir
+        self.checks = tuple(checks)
+        """Checks beyond the schema (loader ``Check``), applied at every load."""
         self._current: LoadedPolicy | None = None
         self.loaded_at: float = 0.0
         self.last_error: list[str] | None = None
@@ -74,7 +77,7 @@ class PolicyStore:
         """Load at start. On a bad policy fall back to the last good one saved in
         the state dir; with none, raise PolicyError (the daemon refuses to start)."""
         try:
-            lp = load_dir(self.config_dir)
+            lp = load_dir(self.config_dir, self.checks)
             self._set(lp)
             return lp, None
         except PolicyError as e:
@@ -90,7 +93,7 @@ class PolicyStore:
         async with self._lock:
             self._fingerprint = self._files_fingerprint()
             try:
-                lp = await asyncio.to_thread(load_dir, self.config_dir)
+                lp = await asyncio.to_thread(load_dir, self.config_dir, self.checks)
             except PolicyError as e:
                 self.rejections += 1
                 self.last_error, self.last_error_at = e.errors, time.time()

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool
+from agentsh.agent.core.vocab import SEVERITIES, SEVERITY_RANK
 
 if TYPE_CHECKING:
     from agentsh.agent.core.policy.schema import DetectionConfig
 
-SEVERITIES = ("low", "medium", "high", "critical")
-RANK = {s: i for i, s in enumerate(SEVERITIES)}
+RANK = SEVERITY_RANK  # the name the checks use
 CONTEXT = 50
 
 
@@ -61,7 +61,7 @@ def level(sev: str) -> int:
 
 
 def sev_of(lvl: int) -> str:
-    return SEVERITIES[max(0, min(3, lvl))]
+    return SEVERITIES[max(0, min(len(SEVERITIES) - 1, lvl))]
 
 
 def context_of(text: str, start: int, end: int) -> str:

@@ -42,7 +42,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     stem,
 )
 from agentsh.agent.core.mcp.detect_shell import KNOWN
-from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS
+from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, TextMemo
 
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
 _GATE_WORDS = frozenset(w.encode() for w in lx.GATE_WORDS)
@@ -714,7 +714,11 @@ def _obfuscated(raw: str) -> bool:
 
 
 def _gate(text: str) -> bool:
-    """Could this text hold an order worth analysing? (C-speed passes only)"""
+    """Could this text hold an order worth analysing? (C-speed passes only; memoised)"""
+    return _GATE(text)
+
+
+def _gate_text(text: str) -> bool:
     if not text.isascii():
         return True
     data = text.encode()
@@ -742,6 +746,9 @@ def _gate(text: str) -> bool:
                 return True
     # "call this tool after every other call"
     return ("this tool" in text or "this function" in text) and not _EVERY_B.isdisjoint(words)
+
+
+_GATE = TextMemo(_gate_text)
 
 
 MAX_PROSE = 256 * 1024  # characters of prose read per tool (the largest real tools hold ~80 KB)
