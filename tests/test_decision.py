@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.core.events.models import Event, MCPToolCalled, MCPToolCallIntercepted
+from agentsh.agent.core.events.models import (
+    DetectionResult,
+    Event,
+    MCPToolCalled,
+    MCPToolCallIntercepted,
+)
 from agentsh.agent.core.mcp.decision import DecisionEngine
 from agentsh.agent.core.mcp.hashing import tool_hash
 from agentsh.agent.core.mcp.registry import ToolRegistry
@@ -29,9 +34,10 @@ def tool(name: str, desc: str = "does things") -> dict[str, Any]:
     return {"name": name, "description": desc, "inputSchema": {"type": "object"}}
 
 
-def det(category: str, severity: str) -> dict[str, Any]:
-    return {"pattern": category, "category": category, "severity": severity,
-            "matches": [{"text": "x", "position": 0, "context": ""}], "field": "description"}
+def det(category: str, severity: str) -> DetectionResult:
+    return DetectionResult.model_validate(
+        {"pattern": category, "category": category, "severity": severity,
+         "matches": [{"text": "x", "position": 0, "context": ""}], "field": "description"})
 
 
 class Rig:

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.core.events.models import Event
+from agentsh.agent.core.events.models import DetectionResult, Event
+from agentsh.agent.core.mcp.decision import DecisionEngine
 from agentsh.agent.core.mcp.hashing import diff_definitions, tool_hash
 from agentsh.agent.core.mcp.registry import ToolRegistry, client_server_name
 from agentsh.agent.core.mcp.service import MCPService
+from agentsh.agent.core.mcp.types import DecisionRequest
 from agentsh.agent.core.policy.schema import Policy
 
 
@@ -23,6 +25,14 @@ def tool(name: str, desc: str = "does things", **extra: Any) -> dict[str, Any]:
         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
         **extra,
     }
+
+
+DET = DetectionResult.model_validate(
+    {"pattern": "p", "category": "exfiltration", "severity": "high", "field": "description",
+     "matches": [{"text": "x", "position": 0, "context": ""}], "why": "order"})
+DET_ROW = ('[{"category":"exfiltration","field":"description","matches":[{"context":"",'
+           '"position":0,"text":"x"}],"pattern":"p","severity":"high","why":"order"}]')
+"""DET as the dict-holding registry of earlier versions wrote it (sorted-key JSON)."""
 
 
 @pytest.fixture
@@ -170,12 +180,8 @@ def test_bad_tool_definitions_are_rejected(reg: ToolRegistry) -> None:
 def test_registry_state_survives_reopen(tmp_path: Path) -> None:
     path = tmp_path / "registry.db"
     r1 = ToolRegistry(path)
-    r1.register("fs", "stdio", "", [tool("a", "v1"), tool("b")],
-                {"b": [{"pattern": "p", "category": "exfiltration", "severity": "high",
-                        "matches": [], "field": "description"}]})
-    r1.register("fs", "stdio", "", [tool("a", "v2"), tool("b")],
-                {"b": [{"pattern": "p", "category": "exfiltration", "severity": "high",
-                        "matches": [], "field": "description"}]})
+    r1.register("fs", "stdio", "", [tool("a", "v1"), tool("b")], {"b": [DET]})
+    r1.register("fs", "stdio", "", [tool("a", "v2"), tool("b")], {"b": [DET]})
     r1.register("web", "http", "127.0.0.1:9000", [tool("fetch")])
     r1.approve("web", "fetch", "carol")
     before = {(e.server_id, e.tool_name): e for e in r1.list()}
@@ -202,6 +208,135 @@ def test_database_is_wal(tmp_path: Path) -> None:
     mode = sqlite3.connect(tmp_path / "registry.db").execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     r.close()
+
+
+# ------------------------------------------------------------------ detections: models in, JSON on disk
+
+
+def _block_engine(reg: ToolRegistry) -> DecisionEngine:
+    policy = Policy.model_validate({"mcp": {"inspection": {"on_detection": {"action": "block"}}}})
+    return DecisionEngine(reg, policy)
+
+
+def _rows(path: Path) -> dict[str, tuple[str, str | None]]:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        q = "SELECT tool_name, detections, max_severity FROM tools"
+        return {name: (dets, ms) for name, dets, ms in db.execute(q)}
+
+
+def _set_row(path: Path, name: str, dets: str, max_severity: str | None) -> None:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE tools SET detections = ?, max_severity = ? WHERE tool_name = ?",
+                   (dets, max_severity, name))
+
+
+def test_detections_are_stored_as_the_same_json_and_load_back_as_models(tmp_path: Path) -> None:
+    path = tmp_path / "registry.db"
+    r1 = ToolRegistry(path)
+    r1.register("fs", "stdio", "", [tool("b"), tool("clean")], {"b": [DET]})
+    r1.close()
+    assert _rows(path) == {"b": (DET_ROW, "high"), "clean": ("[]", None)}
+    r2 = ToolRegistry(path)
+    e = r2.get("fs", "b")
+    assert e is not None and e.detections == (DET,)
+    assert isinstance(e.detections[0], DetectionResult)
+    assert e.to_json()["detections"] == [DET.model_dump(mode="json")]
+    r2.close()
+
+
+def test_rows_written_without_the_why_field_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "registry.db"
+    r = ToolRegistry(path)
+    r.register("fs", "stdio", "", [tool("b")])
+    r.close()
+    old = ('[{"category":"exfiltration","field":"description","matches":[{"context":"",'
+           '"position":0,"text":"x"}],"pattern":"p","severity":"high"}]')
+    _set_row(path, "b", old, "high")
+    r = ToolRegistry(path)
+    e = r.get("fs", "b")
+    assert e is not None and e.detections == (DET.model_copy(update={"why": ""}),)
+    assert _block_engine(r).decide(DecisionRequest("b", server_id="fs", emit=False)).reason == (
+        "tool definition flagged: exfiltration (high)")
+    r.close()
+
+
+def test_a_row_whose_detections_do_not_parse_keeps_its_pin_and_detection_block(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "registry.db"
+    r = ToolRegistry(path)
+    r.register("fs", "stdio", "", [tool("b"), tool("ok")], {"b": [DET]})
+    r.close()
+    _set_row(path, "b", '[{"pattern": "p", "severity": "apocalyptic"}]', "critical")
+    r = ToolRegistry(path)
+    assert r.recovered_from is None  # the database was not moved aside
+    e = r.get("fs", "b")
+    assert e is not None and e.detections == () and e.max_severity == "critical"
+    assert e.pinned_hash == tool_hash(tool("b"))
+    assert "detections of fs:b unreadable" in caplog.text
+    d = _block_engine(r).decide(DecisionRequest("b", server_id="fs", emit=False))
+    assert (d.action, d.reason) == ("block", "tool definition flagged: unreadable detection (critical)")
+    r.close()
+
+
+def test_register_refuses_detections_that_are_not_models(reg: ToolRegistry) -> None:
+    with pytest.raises(TypeError, match="DetectionResult"):
+        reg.register("fs", "stdio", "", [tool("b")], {"b": [DET.model_dump()]})  # type: ignore[list-item]
+    assert reg.list() == []
+
+
+def test_registry_shares_frozen_detection_instances(reg: ToolRegistry) -> None:
+    [r] = reg.register("fs", "stdio", "", [tool("b")], {"b": [DET]})
+    assert r.entry.detections[0] is DET
+    with pytest.raises(ValueError, match="frozen"):
+        DET.severity = "low"  # type: ignore[misc]
+
+
+def test_decision_snapshot_keeps_its_wire_shape_and_decides_the_same(reg: ToolRegistry) -> None:
+    import orjson
+
+    critical = DET.model_copy(update={"pattern": "q", "category": "credential_theft",
+                                      "severity": "critical"})
+    reg.register("fs", "stdio", "", [tool("b"), tool("ok")], {"b": [DET, critical]})
+    entries = sorted(reg.snapshot_entries(), key=lambda x: x["tool_name"])
+    b = entries[0]
+    assert orjson.dumps(b) == orjson.dumps({
+        "server_id": "fs", "tool_name": "b", "server_type": "stdio", "server_addr": "",
+        "hash": tool_hash(tool("b")), "pinned_hash": tool_hash(tool("b")), "approved_hash": None,
+        "detections": [
+            {"pattern": "p", "category": "exfiltration", "severity": "high"},
+            {"pattern": "q", "category": "credential_theft", "severity": "critical"},
+        ],
+        "max_severity": "critical",
+    })
+    wire = orjson.loads(orjson.dumps(entries))  # as the proxy receives it
+    offline = ToolRegistry.from_snapshot(wire)
+    e = offline.live("fs", "b")
+    assert e is not None and all(isinstance(x, DetectionResult) for x in e.detections)
+    assert [(x.pattern, x.severity, x.matches, x.field) for x in e.detections] == [
+        ("p", "high", [], ""), ("q", "critical", [], "")]
+    assert sorted(offline.snapshot_entries(), key=lambda x: x["tool_name"]) == entries
+    req = DecisionRequest("b", server_id="fs", emit=False)
+    online, off = _block_engine(reg).decide(req), _block_engine(offline).decide(req)
+    assert (off.action, off.reason) == (online.action, online.reason) == (
+        "block", "tool definition flagged: credential_theft (critical)")
+
+
+@pytest.mark.parametrize("bad", [
+    {"pattern": "p", "category": "c", "severity": "apocalyptic"},
+    {"pattern": "p", "category": "c"},
+    {"pattern": "p", "category": "c", "severity": "high", "matches": [{"text": "x"}]},
+    "p:high",
+])
+def test_from_snapshot_refuses_a_detection_it_cannot_parse(bad: Any) -> None:
+    entry = {"server_id": "fs", "tool_name": "b", "hash": "h", "detections": [bad],
+             "max_severity": "high"}
+    with pytest.raises(ValueError):
+        ToolRegistry.from_snapshot([entry])
 
 
 # ------------------------------------------------------------------ name resolution

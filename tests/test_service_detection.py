@@ -33,7 +33,7 @@ def service(tmp_path: Path, events: list) -> MCPService:
 
 
 def categories(verdict) -> set[str]:
-    return {d["category"] for d in verdict.detections if d["severity"] in ("high", "critical")}
+    return {d.category for d in verdict.detections if d.severity in ("high", "critical")}
 
 
 def test_a_server_referring_to_its_own_tools_is_not_shadowing(tmp_path: Path) -> None:

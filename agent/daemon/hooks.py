@@ -496,7 +496,7 @@ class HookService:
                 tool,
                 req.server_id,
                 d["content"],
-                source=_LAYERS[source],  # type: ignore[arg-type]
+                source=_LAYERS[source],
                 arguments=args if isinstance(args, dict) else None,
             )
         finally:

@@ -40,6 +40,7 @@ ServerType = MaybeServerType
 # the published schema is the same models rendered open (agent/core/events/contract.py).
 # Attribute docstrings are the field descriptions of the schema and of docs/events.md.
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_FROZEN = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 _RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))")
 
@@ -235,7 +236,7 @@ class AdminAction(Event):
 class DetectionMatch(BaseModel):
     """One place a detection pattern matched."""
 
-    model_config = _CONFIG
+    model_config = _FROZEN
     text: str
     """The matched text."""
     position: int
@@ -245,9 +246,12 @@ class DetectionMatch(BaseModel):
 
 
 class DetectionResult(BaseModel):
-    """One suspicious pattern found in a tool definition or a tool result."""
+    """One suspicious pattern found in a tool definition or a tool result.
 
-    model_config = _CONFIG
+    Frozen: the registry's entries, the detector's cache and the events built
+    from one registration share the same instances (docs/mcp.md)."""
+
+    model_config = _FROZEN
     pattern: str
     """The pattern's name."""
     category: str

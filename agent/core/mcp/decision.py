@@ -252,11 +252,10 @@ class _Compiled:
             and SEVERITY_RANK.get(e.max_severity, -1) >= self.threshold
             and not e.approved
         ):
-            best = max(
-                (d for d in e.detections if SEVERITY_RANK.get(d.get("severity", ""), -1) >= 0),
-                key=lambda d: SEVERITY_RANK[d["severity"]],
-            )
-            return r_flagged(str(best.get("category") or best.get("pattern")), best["severity"])
+            best = max(e.detections, key=lambda d: SEVERITY_RANK[d.severity], default=None)
+            if best is None:  # a stored row whose detections no longer parse (registry.py)
+                return r_flagged("unreadable detection", e.max_severity)
+            return r_flagged(best.category or best.pattern, best.severity)
         return None
 
 

@@ -175,10 +175,10 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
     while i < n:
         ch = text[i]
         if "\x1f" < ch < "\x7f" or ch in "\t\n":  # plain ASCII: jump to the next special
-            m = _SPECIAL.search(text, i)
-            if m is None:
+            special = _SPECIAL.search(text, i)
+            if special is None:
                 break
-            i = m.start()
+            i = special.start()
             ch = text[i]
         o = ord(ch)
         if ch in _ZW_BITS:

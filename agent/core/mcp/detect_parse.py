@@ -394,7 +394,8 @@ def _peer_items(peers: Iterable[Any]) -> Iterator[tuple[str, str | None, str]]:
         if not isinstance(p, dict):
             continue
         server = p.get("server") if isinstance(p.get("server"), str) else None
-        t = p.get("tool") if isinstance(p.get("tool"), dict) and "name" not in p else p
+        wrapped = p.get("tool")
+        t = wrapped if isinstance(wrapped, dict) and "name" not in p else p
         name = t.get("name")
         if isinstance(name, str) and name:
             desc = t.get("description")
@@ -420,7 +421,8 @@ def parse_tool(
     else:
         fields = [make_field(path, kind, raw, syn, param) for path, kind, raw, syn, param in items
                   if not (syn and _is_plain(raw))]
-    name = tool.get("name") if isinstance(tool.get("name"), str) else ""
+    raw_name = tool.get("name")
+    name = raw_name if isinstance(raw_name, str) else ""
     params: set[str] = set()
     for f in fields:
         if f.kind == "property":

@@ -368,7 +368,7 @@ def check_result(
         call_id=None if call_id is None else str(call_id),
         excerpt=excerpt,
         detections=dets,
-        max_severity=top,  # type: ignore[arg-type]
+        max_severity=top,
         action="block" if block else "alert",
     )
     return ResultVerdict(detections=dets, event=ev, block=block)

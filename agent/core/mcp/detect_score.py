@@ -37,7 +37,7 @@ from dataclasses import field as dc_field
 from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
 from agentsh.agent.core.mcp.detect_text import TextMemo
@@ -195,8 +195,8 @@ def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 2
     2. else its objects and purpose found and the logit summed exactly.
     """
     by_field: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_field.setdefault(f.field, []).append(f)
+    for fd in findings:
+        by_field.setdefault(fd.field, []).append(fd)
     budget = max_chars
     peers = [p for p in tool.peers if len(p) >= 3]
     first_desc = True
@@ -408,16 +408,17 @@ class Model:
         }
 
     @classmethod
-    def from_json(cls, doc: dict[str, object]) -> Model:
+    def from_json(cls, doc: dict[str, Any]) -> Model:
+        """``doc`` is the parsed JSON of a model file (:meth:`to_json`)."""
         w = doc["weights"]
         assert isinstance(w, dict)
         return cls(
             float(doc["bias"]),
-            {str(k): float(v) for k, v in w.items()},  # type: ignore[arg-type]
+            {str(k): float(v) for k, v in w.items()},
             float(doc["threshold_high"]),
-            float(doc["threshold_medium"]),  # type: ignore[arg-type]
+            float(doc["threshold_medium"]),
             dict(doc.get("meta") or {}),
-        )  # type: ignore[arg-type]
+        )
 
 
 _MODEL: Model | None = None

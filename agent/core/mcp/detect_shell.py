@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import bashlex  # type: ignore[import-untyped]
+import bashlex
 
 from agentsh.agent.core.mcp.detect_paths import path_class
 
@@ -96,7 +96,7 @@ def _walk(node: object, out: list[tuple[list[str], list[tuple[str, str]], int]],
         for p in getattr(node, "parts", ()):
             pk = getattr(p, "kind", "")
             if pk == "word":
-                argv.append(p.word)  # type: ignore[attr-defined]
+                argv.append(p.word)
                 for sub in getattr(p, "parts", ()):
                     _walk(sub, out, depth + 1)
             elif pk == "redirect":

@@ -94,10 +94,9 @@ def results_from_findings(findings: Iterable[Finding]) -> list[DetectionResult]:
                                            severity=f.severity, matches=[m], field=f.field,  # type: ignore[arg-type]
                                            why=f.why)  # fmt: skip
             continue
-        if RANK[f.severity] > RANK[r.severity]:
-            r.severity = f.severity  # type: ignore[assignment]
-            r.category = f.category
-            r.why = f.why
+        if RANK[f.severity] > RANK[r.severity]:  # results are frozen: a copy (same matches list)
+            r = grouped[key] = r.model_copy(
+                update={"severity": f.severity, "category": f.category, "why": f.why})
         if len(r.matches) < MAX_MATCHES_PER_RESULT and m not in r.matches:
             r.matches.append(m)
     return sorted(grouped.values(), key=lambda r: -RANK[r.severity])

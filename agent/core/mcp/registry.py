@@ -1,6 +1,6 @@
 """The MCP tool registry: which server provides which tool, with pins and approvals.
 
-Hot path: lookups read an immutable snapshot (plain dicts) published by
+Hot path: lookups read an immutable snapshot (frozen entries) published by
 attribute assignment, so the decision engine never takes a lock and never
 sees a half-applied registration. Mutations (register, approve, remove) take a
 lock, write SQLite in one small transaction, then publish a new snapshot
@@ -9,7 +9,9 @@ lock, write SQLite in one small transaction, then publish a new snapshot
 Persistence: SQLite in WAL mode (``synchronous=NORMAL``: a commit is a write
 to the WAL, no fsync per registration) at ``<state_dir>/registry.db``. Pins,
 approvals, first/last seen, the last definition and detections, and which
-tools each server currently lists all survive a restart.
+tools each server currently lists all survive a restart. Detections are
+``DetectionResult`` models up to this file: a row holds their JSON
+(``model_dump``, sorted keys) and is parsed back into models on load.
 
 Pins are keyed by ``(server_id, tool_name)``, not by tool name alone as in
 seed 003, so the same tool name on two servers never shares (or steals) a pin.
@@ -31,7 +33,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+from pydantic import TypeAdapter, ValidationError
 
+from agentsh.agent.core.events.models import DetectionResult
 from agentsh.agent.core.mcp.hashing import canonical_json, diff_definitions, hashed_part, tool_hash
 from agentsh.agent.core.policy.schema import SEVERITY_RANK
 
@@ -74,6 +78,9 @@ _TOOL_COLS = (
 )
 _CLIENT_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
 _RESOLVE_CACHE_MAX = 4096
+_DETECTIONS: TypeAdapter[list[DetectionResult]] = TypeAdapter(list[DetectionResult])
+_BRIEF_KEYS = ("pattern", "category", "severity")
+"""What a decision snapshot keeps of a detection (all the decision reads)."""
 
 
 def client_server_name(server_id: str) -> str:
@@ -112,7 +119,9 @@ class ToolEntry:
     approved_hash: str | None = None
     approved_by: str | None = None
     approved_at: float | None = None
-    detections: tuple[dict[str, Any], ...] = ()
+    detections: tuple[DetectionResult, ...] = ()
+    """In a registry built from a decision snapshot (``from_snapshot``) only
+    pattern, category and severity are known: ``matches`` is empty, ``field`` ""."""
     max_severity: str | None = None
 
     @property
@@ -140,7 +149,7 @@ class ToolEntry:
             "first_seen": _iso(self.first_seen),
             "last_seen": _iso(self.last_seen),
             "listed": self.listed,
-            "detections": list(self.detections),
+            "detections": [d.model_dump(mode="json") for d in self.detections],
             "max_severity": self.max_severity,
         }
         if full:
@@ -173,13 +182,37 @@ def _iso(ts: float | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
 
 
-def _max_severity(detections: Iterable[Mapping[str, Any]]) -> str | None:
+def _max_severity(detections: Iterable[DetectionResult]) -> str | None:
     best: str | None = None
     for d in detections:
-        sev = d.get("severity")
-        if sev in SEVERITY_RANK and (best is None or SEVERITY_RANK[sev] > SEVERITY_RANK[best]):
-            best = sev
+        if best is None or SEVERITY_RANK[d.severity] > SEVERITY_RANK[best]:
+            best = d.severity
     return best
+
+
+def _detections_json(detections: Sequence[DetectionResult]) -> str:
+    """A row's ``detections`` column: the same bytes the dicts of earlier versions gave."""
+    return canonical_json([d.model_dump(mode="json") for d in detections])
+
+
+def _load_detections(raw: str, where: str) -> tuple[DetectionResult, ...]:
+    """A row's detections as models. A row that no longer parses loses its detection
+    list (logged), not the registry: its ``max_severity`` column still carries the
+    detection block, and moving the database aside would drop every pin."""
+    try:
+        return tuple(_DETECTIONS.validate_json(raw))
+    except ValidationError as e:
+        log.error("MCP registry: detections of %s unreadable, kept max_severity only: %s",
+                  where, e)
+        return ()
+
+
+def _brief_detection(x: Any) -> DetectionResult:
+    """A detection of a decision snapshot (``_BRIEF_KEYS``) as a model. ValueError
+    (pydantic's ValidationError) for anything else."""
+    if not isinstance(x, Mapping) or set(x) - set(_BRIEF_KEYS):
+        raise ValueError(f"snapshot detection must be an object with {_BRIEF_KEYS}: {x!r}")
+    return DetectionResult.model_validate({**x, "matches": [], "field": ""})
 
 
 class _Snapshot:
@@ -296,7 +329,7 @@ class ToolRegistry:
                 approved_hash=ah,
                 approved_by=aby,
                 approved_at=aat,
-                detections=tuple(orjson.loads(dets)),
+                detections=_load_detections(dets, f"{sid}:{name}"),
                 max_severity=ms,
             )
         return _Snapshot(by_key, servers)
@@ -316,7 +349,7 @@ class ToolRegistry:
             e.approved_hash,
             e.approved_by,
             e.approved_at,
-            canonical_json(list(e.detections)),
+            _detections_json(e.detections),
             e.max_severity,
         )
 
@@ -360,7 +393,8 @@ class ToolRegistry:
                 "pinned_hash": e.pinned_hash,
                 "approved_hash": e.approved_hash,
                 "detections": [
-                    {k: d.get(k) for k in ("pattern", "category", "severity")} for d in e.detections
+                    {"pattern": d.pattern, "category": d.category, "severity": d.severity}
+                    for d in e.detections
                 ],
                 "max_severity": e.max_severity,
             }
@@ -370,7 +404,8 @@ class ToolRegistry:
     @classmethod
     def from_snapshot(cls, entries: Iterable[Mapping[str, Any]], generation: int = 0) -> ToolRegistry:
         """An in-memory registry holding exactly ``entries`` (``snapshot_entries``
-        of another registry), for deciding offline with the same pipeline."""
+        of another registry), for deciding offline with the same pipeline.
+        ValueError for an entry or detection it cannot parse."""
         reg = cls(None)
         by_key: dict[tuple[str, str], ToolEntry] = {}
         servers: dict[str, ServerInfo] = {}
@@ -390,7 +425,7 @@ class ToolRegistry:
                 last_seen=0.0,
                 listed=True,
                 approved_hash=d.get("approved_hash"),
-                detections=tuple(dict(x) for x in d.get("detections") or ()),
+                detections=tuple(_brief_detection(x) for x in d.get("detections") or ()),
                 max_severity=d.get("max_severity"),
             )
             servers.setdefault(sid, ServerInfo(sid, stype, addr, 0.0, 0.0, True))
@@ -412,7 +447,7 @@ class ToolRegistry:
         server_type: str,
         server_addr: str,
         tools: Sequence[dict[str, Any]],
-        detections: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+        detections: Mapping[str, Sequence[DetectionResult]] | None = None,
         *,
         auto_pin: bool = True,
         complete: bool = True,
@@ -422,17 +457,20 @@ class ToolRegistry:
 
         ``complete`` means ``tools`` is the whole list: tools of this server not in
         it stop being listed (their pins stay). Pass ``complete=False`` for one
-        page of a paginated list. ``detections`` maps tool name → detection dicts
+        page of a paginated list. ``detections`` maps tool name → detections
         for the definition being registered. Raises ValueError for a tool without
-        a non-empty string ``name``.
+        a non-empty string ``name``, TypeError for a detection that is not a model.
         """
         if not isinstance(server_id, str) or not server_id:
             raise ValueError("server_id must be a non-empty string")
         for t in tools:
             if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not t["name"]:
                 raise ValueError("every tool must be an object with a non-empty string 'name'")
-        now = time.time() if now is None else now
         detections = detections or {}
+        for name, ds in detections.items():
+            if not all(isinstance(d, DetectionResult) for d in ds):
+                raise TypeError(f"detections[{name!r}]: DetectionResult models expected")
+        now = time.time() if now is None else now
         with self._lock:
             snap = self._snap
             by_key = dict(snap.by_key)
@@ -455,7 +493,7 @@ class ToolRegistry:
                 seen.add(name)
                 defn = hashed_part(tool)
                 h = tool_hash(tool)
-                dets = tuple(dict(d) for d in detections.get(name, ()))
+                dets = tuple(detections.get(name, ()))
                 old = by_key.get((server_id, name))
                 if old is None:
                     entry = ToolEntry(

@@ -10,17 +10,18 @@ thread-safe, so the control API may run registrations in a worker thread
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.core.events.models import (
+    DetectionResult,
     Event,
+    FieldChange,
     MCPDetection,
     MCPToolChanged,
     MCPToolSeen,
@@ -52,20 +53,27 @@ class ToolVerdict:
     status: str
     blocked: bool = False
     reason: str = ""
-    detections: list[dict[str, Any]] = field(default_factory=list)
+    detections: list[DetectionResult] = field(default_factory=list)
     max_severity: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {
+            "name": self.name,
+            "hash": self.hash,
+            "status": self.status,
+            "blocked": self.blocked,
+            "reason": self.reason,
+            "detections": [d.model_dump(mode="json") for d in self.detections],
+            "max_severity": self.max_severity,
+        }
 
 
-def _as_dict(d: Any) -> dict[str, Any]:
-    if isinstance(d, dict):
+def _as_result(d: Any) -> DetectionResult:
+    """A detector result as the model (a detector returning plain mappings is validated)."""
+    if isinstance(d, DetectionResult):
         return d
-    if hasattr(d, "model_dump"):
-        return d.model_dump(mode="json")
-    if dataclasses.is_dataclass(d) and not isinstance(d, type):
-        return dataclasses.asdict(d)
+    if isinstance(d, Mapping):
+        return DetectionResult.model_validate(d)
     raise TypeError(f"cannot use detection result of type {type(d).__name__}")
 
 
@@ -75,7 +83,7 @@ class _Inspector:
 
     def __init__(self, cfg: DetectionConfig, enabled: bool) -> None:
         self.detector: Any = None
-        self._cache: dict[tuple[bytes, bytes], list[dict[str, Any]]] = {}
+        self._cache: dict[tuple[bytes, bytes], list[DetectionResult]] = {}
         if not enabled:
             return
         try:
@@ -90,7 +98,7 @@ class _Inspector:
         tools: Sequence[dict[str, Any]],
         peers: Sequence[dict[str, Any]],
         server: str | None = None,
-    ) -> dict[str, list[dict[str, Any]]]:
+    ) -> dict[str, list[DetectionResult]]:
         """Detections per tool name. ``server`` is the listing server's id and the
         other tools of the same tools/list are each tool's siblings ("call
         `list_tables` first" is a workflow, not a redirection). Results are cached by
@@ -102,7 +110,7 @@ class _Inspector:
             b"\0".join(sorted(canonical_json(p).encode() for p in peers))
         ).digest()
         names = [str(t.get("name", "")) for t in tools]
-        out: dict[str, list[dict[str, Any]]] = {}
+        out: dict[str, list[DetectionResult]] = {}
         for tool, name in zip(tools, names, strict=True):
             siblings = sorted({n for n in names if n != name})
             ctx = hashlib.sha256(
@@ -112,7 +120,7 @@ class _Inspector:
             hit = self._cache.get(key)
             if hit is None:
                 try:
-                    hit = [_as_dict(r) for r in self.detector.inspect(
+                    hit = [_as_result(r) for r in self.detector.inspect(
                         tool, peers=peers, siblings=siblings, server=server)]
                 except Exception:
                     log.exception("detector failed on tool %r; treating it as clean", tool.get("name"))
@@ -120,7 +128,7 @@ class _Inspector:
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[key] = hit
-            out[name] = [dict(d) for d in hit]
+            out[name] = list(hit)  # frozen models: shared with the cache, never copied
         return out
 
 
@@ -254,7 +262,7 @@ class MCPService:
                         insp.on_detection.action == "block" and mcp.enforce_policy and not e.approved
                     )
                     for d in dets:
-                        if SEVERITY_RANK.get(d.get("severity", ""), -1) >= threshold:
+                        if SEVERITY_RANK[d.severity] >= threshold:
                             events.append(
                                 MCPDetection(
                                     **common,
@@ -264,7 +272,7 @@ class MCPService:
                                     action="block" if det_block else "alert",
                                 )
                             )
-                            fk = (str(d.get("category")), "block" if det_block else "alert")
+                            fk = (d.category, "block" if det_block else "alert")
                             self.flags[fk] = self.flags.get(fk, 0) + 1
                     if reg.status == "changed" and reg.previous_hash is not None:
                         events.append(
@@ -274,7 +282,7 @@ class MCPService:
                                 tool_name=e.tool_name,
                                 previous_hash=reg.previous_hash,
                                 new_hash=e.hash,
-                                changes=reg.changes,
+                                changes=[FieldChange.model_validate(c) for c in reg.changes],
                                 detections=dets,
                                 action=on_change,
                             )
@@ -293,7 +301,7 @@ class MCPService:
                                 other_server_ids=list(reg.shadowed_by),
                             )
                         )
-            except Exception:  # a bad detection shape must not lose the registration
+            except Exception:  # an event that does not validate must not lose the registration
                 log.exception("cannot build events for tool %r of %r", e.tool_name, server_id)
         for ev in events:
             try:

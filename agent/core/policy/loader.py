@@ -344,6 +344,7 @@ def load_texts(texts: Sequence[tuple[str, str]], checks: Sequence[Check] = ()) -
                 d, _ = read_yaml(text, name, fno, errors)
             except YAMLSyntaxError as e:
                 errors.append(e.line)
+                continue
             if len(errors) > n_errors:
                 continue
         if not errors:

@@ -23,14 +23,22 @@ Possessive quantifiers and atomic groups never backtrack and are accepted.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import reduce
+from typing import TYPE_CHECKING, Any
 
-try:  # Python >= 3.11
-    from re import _constants as _c
-    from re import _parser as _p
-except ImportError:  # pragma: no cover - older interpreters
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+if TYPE_CHECKING:
+    # typeshed types the regex parser only under its pre-3.11 names (the same
+    # modules: sre_parse/sre_constants re-export re._parser/re._constants).
+    import sre_constants as _c
+    import sre_parse as _p
+else:
+    try:  # Python >= 3.11
+        from re import _constants as _c
+        from re import _parser as _p
+    except ImportError:  # pragma: no cover - older interpreters
+        import sre_constants as _c
+        import sre_parse as _p
 
 __all__ = ["UnsafeRegexError", "check_regex"]
 
@@ -57,10 +65,10 @@ _ALL = (1 << len(_ALPHABET)) - 1
 _INDEX = {ch: i for i, ch in enumerate(_ALPHABET)}
 
 
-def _mask(pred: object) -> int:
+def _mask(pred: Callable[[str], bool]) -> int:
     return reduce(
         lambda acc, i: acc | (1 << i), (i for i, ch in enumerate(_ALPHABET) if pred(ch)), 0
-    )  # type: ignore[operator]
+    )
 
 
 _CATEGORY = {
@@ -79,6 +87,12 @@ _CATEGORY.update(
 )
 _NEWLINE = 1 << _INDEX["\n"]
 
+# An operand of the parse tree: its shape depends on the opcode beside it (an int
+# for LITERAL, (min, max, body) for repeats, (group, add, del, body) for
+# SUBPATTERN, ...), which a static type cannot follow; the code checks the
+# opcode before it unpacks the operand.
+_Av = Any
+
 _REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT)
 _ZERO_WIDTH = (_c.AT, _c.ASSERT, _c.ASSERT_NOT)
 
@@ -95,19 +109,19 @@ def _char_bit(code: int, icase: bool) -> int:
     return bits or (1 << _INDEX["\u4e2d"])
 
 
-def _atom(op: object, av: object, flags: int) -> int | None:
+def _atom(op: object, av: _Av, flags: int) -> int | None:
     """Characters a single-character item can consume, or None if not an atom."""
     icase = bool(flags & re.IGNORECASE)
     if op is _c.LITERAL:
-        return _char_bit(av, icase)  # type: ignore[arg-type]
+        return _char_bit(av, icase)
     if op is _c.NOT_LITERAL:
-        return _ALL & ~_char_bit(av, False)  # type: ignore[arg-type]
+        return _ALL & ~_char_bit(av, False)
     if op is _c.ANY:
         return _ALL if flags & re.DOTALL else _ALL & ~_NEWLINE
     if op is _c.IN:
         bits = 0
         negate = False
-        for iop, iav in av:  # type: ignore[attr-defined]
+        for iop, iav in av:
             if iop is _c.NEGATE:
                 negate = True
             elif iop is _c.LITERAL:
@@ -130,8 +144,8 @@ def _atom(op: object, av: object, flags: int) -> int | None:
     return None
 
 
-def _is_unbounded(op: object, av: object) -> bool:
-    return op in _REPEATS and av[1] >= _BIG  # type: ignore[index]
+def _is_unbounded(op: object, av: _Av) -> bool:
+    return op in _REPEATS and av[1] >= _BIG
 
 
 class _Analyzer:
@@ -151,28 +165,28 @@ class _Analyzer:
                 return bits, False
         return bits, True
 
-    def first_item(self, op: object, av: object, flags: int) -> tuple[int, bool]:
+    def first_item(self, op: object, av: _Av, flags: int) -> tuple[int, bool]:
         a = _atom(op, av, flags)
         if a is not None:
             return a, False
         if op in _REPEATS or op is _c.POSSESSIVE_REPEAT:
-            lo, _hi, body = av  # type: ignore[misc]
+            lo, _hi, body = av
             b, nullable = self.first(body, flags)
             return b, nullable or lo == 0
         if op is _c.SUBPATTERN:
-            _g, add, _del, body = av  # type: ignore[misc]
+            _g, add, _del, body = av
             return self.first(body, flags | add)
         if op is _c.ATOMIC_GROUP:
-            return self.first(av, flags)  # type: ignore[arg-type]
+            return self.first(av, flags)
         if op is _c.BRANCH:
             bits, nullable = 0, False
-            for alt in av[1]:  # type: ignore[index]
+            for alt in av[1]:
                 b, n = self.first(alt, flags)
                 bits |= b
                 nullable = nullable or n
             return bits, nullable
         if op is _c.GROUPREF_EXISTS:
-            _g, yes, no = av  # type: ignore[misc]
+            _g, yes, no = av
             b1, n1 = self.first(yes, flags)
             b2, n2 = self.first(no or [], flags)
             return b1 | b2, n1 or n2
@@ -293,9 +307,9 @@ class _Analyzer:
                 return
 
     @staticmethod
-    def _unwrap_repeat(op: object, av: object) -> tuple[object, object] | None:
-        while op is _c.SUBPATTERN and len(av[3]) == 1:  # type: ignore[index]
-            op, av = av[3][0]  # type: ignore[index]
+    def _unwrap_repeat(op: object, av: _Av) -> tuple[object, _Av] | None:
+        while op is _c.SUBPATTERN and len(av[3]) == 1:
+            op, av = av[3][0]
         return (op, av) if op in _REPEATS else None
 
     def check_branch(self, alts: list, flags: int, follow: int) -> None:
@@ -352,7 +366,7 @@ def check_regex(pattern: str) -> re.Pattern[str]:
     flags = parsed.state.flags
     an = _Analyzer(flags)
     try:
-        an.walk(list(parsed), flags, 0, False, False)
+        an.walk(list(parsed.data), flags, 0, False, False)
     except RecursionError:
         raise UnsafeRegexError(f"pattern {pattern!r} is nested too deeply to analyse") from None
     if an.problem:

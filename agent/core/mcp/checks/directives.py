@@ -155,10 +155,10 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         # a leading adverbial phrase, at the start of the sentence or of a clause:
         # "For accurate reviews include …", "…; for every request call `x` …"
         for clause in _CLAUSES_RE.split(t):
-            m = lx.INTRO_RE.match(clause)
-            if m is None:
+            intro = lx.INTRO_RE.match(clause)
+            if intro is None:
                 continue
-            words = m.group(1).split()
+            words = intro.group(1).split()
             for prev, w in itertools.pairwise(words):
                 if w in lx.IMPERATIVE_VERBS and prev not in _NOT_BEFORE_VERB:
                     c.directive, c.kind = w, "imperative"
@@ -187,8 +187,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         c.address = a
         if not c.directive or c.kind == "imperative":
             c.directive, c.kind = c.directive or a, "address"
-    if not c.directive and (m := lx.TRIGGER_RE.search(t)):
-        c.directive, c.kind = m.group(0), "trigger"  # "whenever send_email is called, …"
+    if not c.directive and (trigger := lx.TRIGGER_RE.search(t)):
+        c.directive, c.kind = trigger.group(0), "trigger"  # "whenever send_email is called, …"
     if not c.directive and foreign:
         c.directive, c.kind = "(switch to another language)", "foreign"
     if c.kind == "imperative" and first and t.lstrip(" \t\n-*#>0123456789.)(").startswith(c.directive):
@@ -562,9 +562,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         for o in objs:
             if o.kind == "path" and "cred" in o.classes and (c.read_verb or lx.CLAIM_READ_RE.search(t)) \
                     and not related(o, tool, sent.first) and not lx.is_mention(t, o.start):  # fmt: skip
-                dest = any(x.kind in ("param", "ext", "url", "host", "email") for x in objs) or \
-                    re.search(r"\binto\s+(?:an?\s+|the\s+)?\w+\s+(?:argument|parameter|field|output)", t)  # fmt: skip
-                add(_Verdict(2 if dest else 1, "credential_theft", "claims_reading_credentials", o,
+                to_sink = any(x.kind in ("param", "ext", "url", "host", "email") for x in objs) or \
+                    re.search(r"\binto\s+(?:an?\s+|the\s+)?\w+\s+(?:argument|parameter|field|output)", t) is not None  # fmt: skip
+                add(_Verdict(2 if to_sink else 1, "credential_theft", "claims_reading_credentials", o,
                              f"the tool says it reads {_q(o)}", True))
                 break
     if d and (" it " in t or "this " in t or " me " in t) and (

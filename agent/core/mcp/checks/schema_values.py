@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
 from agentsh.agent.core.mcp.detect_lex import is_mention
 from agentsh.agent.core.mcp.detect_objects import _RESERVED_HOST, HOST_RE, URL_RE, _host_of
-from agentsh.agent.core.mcp.detect_parse import ParsedTool, stems
+from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, stems
 from agentsh.agent.core.mcp.detect_paths import path_classes
 from agentsh.agent.core.mcp.detect_shell import classify
 
@@ -75,14 +75,14 @@ class SchemaValueCheck:
             if f.kind in ("default", "const"):
                 yield from self._value(f, tool)
             if creds and f.kind in ("param_desc", "param_title", "property", "spelled", "vendor") and (
-                m := _CONTENTS_OF.search(low) or (_SECRET_FROM.search(low) if f.kind in
-                                                   ("property", "spelled") else None)
-            ) and not is_mention(low, m.start()) and not re.search(
-                r"\bpath\s+(?:to|of)\b", low[max(0, m.start() - 30) : m.start() + 10]
+                ask := _CONTENTS_OF.search(low) or (_SECRET_FROM.search(low) if f.kind in
+                                                     ("property", "spelled") else None)
+            ) and not is_mention(low, ask.start()) and not re.search(
+                r"\bpath\s+(?:to|of)\b", low[max(0, ask.start() - 30) : ask.start() + 10]
             ):
-                yield finding_at(f, m.start(), m.end(), "credential_theft", "high",
+                yield finding_at(f, ask.start(), ask.end(), "credential_theft", "high",
                                  "parameter_asks_for_credentials",
-                                 f"parameter `{f.param or f.lower}` asks for '{m.group(0)}'")
+                                 f"parameter `{f.param or f.lower}` asks for '{ask.group(0)}'")
         # a credential-named parameter the model is told where to read from
         if not creds or not any(_SECRET_PARAM.search(p) for p in tool.params):
             return
@@ -99,7 +99,7 @@ class SchemaValueCheck:
                                      f"secret parameter `{p}` filled from {word}")
                     break
 
-    def _value(self, f, tool: ParsedTool) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
+    def _value(self, f: Field, tool: ParsedTool) -> Iterator[Finding]:
         v = f.lower.strip()
         pname = f.param or ""
         pcs = path_classes(v) if ("/" in v or v.startswith((".", "~"))) else frozenset()
