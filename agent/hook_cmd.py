@@ -22,7 +22,7 @@ pydantic or aiohttp is imported; the request line is spliced from the raw
 stdin bytes (JSON cannot hold a raw newline inside a string, so newlines are
 whitespace and become spaces) and the daemon parses it.
 
-**Fails open** (FR-045): when the daemon is unreachable, answers an error, the
+**Fails open** (docs/flow.md "Hooks"): when the daemon is unreachable, answers an error, the
 payload is malformed, or the hard deadline (``--timeout``, well under Claude
 Code's hook timeout) passes, it prints nothing and exits 0, so Claude Code
 applies its normal permissions; one line on stderr says why. Unless the

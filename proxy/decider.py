@@ -145,14 +145,19 @@ class SnapshotPoller:
         except Exception:  # daemon down or not answering: keep the last view
             self.errors += 1
             return False
-        self.last_ok = time.monotonic()
         if self._on_ok is not None:
             self._on_ok()
         snap = res.get("snapshot") if isinstance(res, dict) else None
         if isinstance(snap, dict):
-            self.gate.update(snap)
-            if self.offline is not None:
-                self.offline.update(snap)
+            try:
+                if self.offline is not None:
+                    self.offline.update(snap)
+                self.gate.update(snap)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                # keep the last view; the snapshot ages, and health says so ("stale")
+                self.errors += 1
+                log.warning("decision snapshot refused, keeping the last one: %s", e)
+                return False
             if self.selftests is not None:
                 self.selftests.clear()
                 for t in snap.get("selftest") or ():
@@ -160,6 +165,7 @@ class SnapshotPoller:
                         self.selftests[t["token"]] = t["upstream"]
             v = snap.get("version")
             self.version = v if isinstance(v, str) else None
+        self.last_ok = time.monotonic()
         return True
 
     async def _run(self) -> None:

@@ -1,6 +1,6 @@
 """Non-streaming responses: extract tool calls, ask about each, rewrite blocked ones.
 
-Rewrites follow seed 000: a blocked call becomes a text item saying so, and the
+Rewrites (docs/proxy.md "Parse the way the receivers do, or refuse"): a blocked call becomes a text item saying so, and the
 stop/finish reason changes only when every tool call in the turn was blocked.
 When nothing is blocked the caller forwards the upstream bytes unchanged. What
 a tool call and its replacement look like is the dialect's

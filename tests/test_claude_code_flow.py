@@ -158,7 +158,7 @@ def test_wrapped_mcp_servers_join_the_hook_session(claude_code: ClaudeCode, guar
     server's env, as for an agent that does not pass it) is joined by
     correlation: the hook's PreToolUse registers a pending call, the shim's
     ``tools/call`` with the same arguments links its MCP session to the hook
-    session (FR-030..032), and the flow summary names the linked session."""
+    session (docs/flow.md "Sessions"), and the flow summary names the linked session."""
     key = aws_key()
     work = claude_code.workdir()
     record = work.parent / "flow-calls.jsonl"
@@ -261,7 +261,7 @@ def test_with_the_daemon_down_the_hooks_fail_open_and_claim_nothing(claude_code:
     log = debug.read_text()
     assert "PreToolUse:WebFetch [" in log and "hook_cmd.py --event PreToolUse" in log
     assert "not evaluated, allowed (fail open)" in log
-    # the tools ran: nothing stopped them (fail open: FR-045) ...
+    # the tools ran: nothing stopped them (fail open: docs/flow.md "Hooks") ...
     fetched = [q for q in r.requests if q.kind == "page"]
     assert len(fetched) == 1 and fetched[0].query == {"k": key}
     res = r.tool_result_for("toolu_fetch")

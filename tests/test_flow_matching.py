@@ -1,4 +1,4 @@
-"""Content hashing and matching (FR-010..013, docs/flow.md "Matching"): a recorded
+"""Content hashing and matching (docs/flow.md "Matching"): a recorded
 value is found again inside longer arguments and in every encoding we claim,
 and nothing unrelated ever matches."""
 
@@ -150,18 +150,17 @@ def test_secret_in_json_response_field_is_matched_inside_a_curl_body() -> None:
     assert v.matched_origins[0].server == "github"
 
 
-# ----------------------------------------------------------------- the seed's rules
+# ----------------------------------------------------------------- the exact tier
 
 
 def test_exact_string_from_a_response_matches_in_later_arguments() -> None:
-    # acceptance 8.1: "sk-proj-abc123def456" (20 chars, too short for the detector)
+    # "sk-proj-abc123def456": 20 chars, too short for the detector
     e = _engine()
     e.record("s", "Read", None, "here is the key sk-proj-abc123def456 for you")
     assert _matched(e, "s", "sk-proj-abc123def456")
 
 
 def test_single_json_field_matches_without_the_whole_response() -> None:
-    # acceptance 8.2
     e = _engine()
     e.record(
         "s",
@@ -181,14 +180,12 @@ def test_single_json_field_matches_without_the_whole_response() -> None:
 
 
 def test_strings_shorter_than_the_minimum_never_match() -> None:
-    # acceptance 8.3 / FR-013
     e = _engine()
     e.record("s", "Read", None, "Qx7-short-val")
     assert not _matched(e, "s", "Qx7-short-val")
 
 
 def test_lightly_reformatted_data_matches_after_normalization() -> None:
-    # acceptance 8.4 / FR-012
     e = _engine()
     e.record("s", "Read", None, "  The Quarterly Revenue Was 4.2M Dollars  ")
     v = e.check(

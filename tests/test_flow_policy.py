@@ -1,4 +1,4 @@
-"""Classification (FR-001..006) and flow policy (FR-023/024, FR-060..064)."""
+"""Classification and flow policy (docs/flow.md "Classification", "Flow types, risk and actions")."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_annotations_can_raise_but_never_lower_a_classification() -> None:
     assert (placed.classification, placed.method) == ("internal", "annotation")
 
 
-# ----------------------------------------------------------------- FR-024 matrix
+# ----------------------------------------------------------------- risk matrix
 
 
 def _flow(
@@ -161,7 +161,6 @@ def test_external_to_internal_is_safe() -> None:
 
 
 def test_internal_to_external_without_sensitive_data_is_medium_and_asks() -> None:
-    # seed acceptance 1.2
     v = _flow(
         _engine(),
         "query",
@@ -223,7 +222,7 @@ def test_unjustified_internal_to_external_is_high() -> None:
 
 
 def test_sensitive_data_flowing_out_is_critical_and_denied() -> None:
-    # seed acceptance 1.1: github:get_file → slack:post_message
+    # github:get_file → slack:post_message
     e = _engine()
     e.record(
         "mcp-1",
@@ -248,7 +247,6 @@ def test_sensitive_data_flowing_out_is_critical_and_denied() -> None:
 
 
 def test_hook_read_then_webfetch_names_the_flow() -> None:
-    # seed acceptance 1b.1
     e = _engine()
     e.record(
         "cc",
@@ -274,7 +272,7 @@ def test_hook_read_then_webfetch_names_the_flow() -> None:
 
 
 def test_bash_pipe_of_a_recorded_file_inherits_its_sensitivity() -> None:
-    # seed acceptance 1b.2: connection string read, then curl
+    # connection string read, then curl
     e = _engine()
     e.record(
         "cc",

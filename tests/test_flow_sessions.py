@@ -1,4 +1,4 @@
-"""Flow sessions (FR-020..028, FR-090) and hook ↔ MCP session correlation (FR-030..034)."""
+"""Flow sessions and hook ↔ MCP session correlation (docs/flow.md "Sessions")."""
 
 from __future__ import annotations
 

@@ -205,7 +205,7 @@ def test_the_hook_command_run_by_a_group_member_is_evaluated_under_its_uid(daemo
 def test_two_concurrent_agents_correlate_to_their_own_hook_sessions(daemon: DaemonProc) -> None:
     """Two Claude Code sessions call the same MCP tool with different
     arguments; each shim's call links its MCP session to the right hook
-    session (FR-034), and data one session read never judges the other's."""
+    session, and data one session read never judges the other's."""
     h = Hooks(daemon)
     chan = SyncChannelClient(str(daemon.socket))
     sa, sb = "SA" + "K3Y" * 8, "SB" + "V4L" * 8  # identifiers: matched even without a secret shape

@@ -89,7 +89,7 @@ def test_install_creates_the_settings_file_and_records_only_a_non_default_socket
 
 
 def test_the_installed_hooks_hold_no_secret_and_run_from_a_bare_environment(tmp_path: Path) -> None:
-    """FR-047: paths and the event name only; the daemon knows the caller from
+    """Paths and the event name only; the daemon knows the caller from
     the socket. The command is absolute: Claude Code's PATH has no virtualenv."""
     assert ctl(tmp_path, "install", socket=str(tmp_path / "nowhere.sock")).returncode == 0
     for hooks in ours(settings(tmp_path)).values():

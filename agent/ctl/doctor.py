@@ -272,7 +272,7 @@ def check_compile() -> Check:
 
 
 def check_coverage(socket_path: str | None) -> list[Check]:
-    """The "Security Coverage" section (FR-080/081): are agent hooks installed,
+    """The "Security Coverage" section (docs/flow.md "Modes"): are agent hooks installed,
     and does the daemon see them (coverage ``full``) or only the MCP layers
     (``proxy_only``)?"""
     from agentsh.agent.ctl.hook import NUDGE, settings_path, status_report

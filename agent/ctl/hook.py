@@ -13,7 +13,7 @@ settings (project: ``./.claude/settings.json``; user:
 Every other key, hook and matcher group is kept; installing twice changes
 nothing; a changed file is backed up first (``settings.json.agentsh-backup-<time>``,
 like ``mcp wrap``). The command is absolute (Claude Code's PATH does not
-have the virtualenv), holds no secret (FR-047: the daemon authenticates the
+have the virtualenv), holds no secret (the daemon authenticates the
 hook by its uid on the socket), and names the daemon's socket only when it is
 not the default. ``uninstall`` removes exactly agentsh's entries.
 """
@@ -36,14 +36,14 @@ from agentsh.agent.ctl.common import ago, print_json, socket_of
 
 AGENTS = ("claude-code",)
 DEFAULT_SOCKET = "/run/agentsh/agentsh.sock"
-# FR-049, plus the tools Claude Code added or renamed since (Agent = Task,
-# MultiEdit, NotebookEdit, LS): every tool that reads data or can send it.
+# Every tool that reads data or can send it, including the ones Claude Code
+# added or renamed (Agent = Task, MultiEdit, NotebookEdit, LS); docs/flow.md "Hooks".
 PRE_MATCHER = "Read|Glob|Grep|LS|Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent|mcp__.*"
 POST_MATCHER = PRE_MATCHER.replace("Bash|", "Bash|BashOutput|NotebookRead|")
 HOOK_TIMEOUT = 30
 """Seconds Claude Code waits for the hook (the command itself gives up after 8)."""
 EVENTS: dict[str, tuple[str, bool]] = {
-    # event: (matcher, async) — PostToolUse only records (FR-050); a failed
+    # event: (matcher, async) — PostToolUse only records; a failed
     # tool's PostToolUseFailure tells the daemon no result is coming
     "PreToolUse": (PRE_MATCHER, False),
     "PostToolUse": (POST_MATCHER, True),

@@ -8,11 +8,11 @@ evaluation. The hook command never writes events itself.
 
 * ``PreToolUse`` — a decision: ``allow`` / ``warn`` / ``ask`` / ``deny``. For an
   ``mcp__*`` tool a pending correlation is registered first, so the shim's
-  ``tools/call`` that follows joins this hook session (FR-030..034).
-* ``PostToolUse`` — the tool's result is recorded as a data origin (FR-021).
+  ``tools/call`` that follows joins this hook session (docs/flow.md "Sessions").
+* ``PostToolUse`` — the tool's result is recorded as a data origin.
 * ``PostToolUseFailure`` — the tool failed: no result will come.
 
-Claude Code runs PostToolUse hooks asynchronously (FR-050): the next tool's
+Claude Code runs PostToolUse hooks asynchronously (``async: true``): the next tool's
 PreToolUse can arrive before the previous tool's result has been recorded.
 So a PreToolUse of a call that can send data off the host first waits, up to
 ``RESULT_WAIT_SECONDS``, for the results of this session's earlier calls that
@@ -22,8 +22,8 @@ were allowed but not yet recorded. A result that does not come in that time
 the session stops waiting until a result arrives again.
 
 ``op: flow_record`` is the same recording for the shim (an MCP ``tools/call``
-result) and the LLM proxy (a ``tool_result`` block): the seed's proxy-only
-mode (docs/flow.md "Modes"). The shim's results are waited for the same way:
+result) and the LLM proxy (a ``tool_result`` block): proxy-only
+mode (docs/flow.md "Proxy-only mode", "Modes"). The shim's results are waited for the same way:
 an allowed shim ``tools/call`` (``expect_result``, called by the channel after
 the decision) is a result in flight of its flow session until the shim's
 ``flow_record`` for it (``call_id``) arrives, and a later decision of a call
@@ -558,7 +558,7 @@ class HookService:
         return sum(1 for t in self._seen.values() if now - t < timeout)
 
     def coverage(self) -> dict[str, Any]:
-        """``security_coverage`` fields of ``status`` (FR-083): ``level`` is
+        """``security_coverage`` fields of ``status`` (docs/flow.md "Modes"): ``level`` is
         ``full`` while hook sessions are active (hooks are installed and the
         agent used them within the flow session timeout), else ``proxy_only``."""
         policy = self.ctx.store.policy

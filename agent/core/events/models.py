@@ -2,7 +2,7 @@
 
 Every event has the common envelope (``id``, ``timestamp``, ``type``,
 ``source``, ``host``, ``session_id`` and process fields where known) plus the
-fields of its type, named as in the seed designs. ``agentshctl events schema``
+fields of its type (docs/events.md). ``agentshctl events schema``
 prints the JSON Schema generated from these models; docs/events.md describes
 them for people.
 
@@ -230,7 +230,7 @@ class AdminAction(Event):
     """What changed: the new policy hash, the approved tools and their hashes, the detached programs, the selftest's canary and the decisions taken on it."""
 
 
-# ------------------------------------------------------------------ MCP (seed 001)
+# ------------------------------------------------------------------ MCP tool definitions
 
 
 class DetectionMatch(BaseModel):
@@ -353,7 +353,7 @@ class MCPToolShadowed(Event):
     """The other servers offering the same name."""
 
 
-# ------------------------------------------------------------------ MCP calls (seed 000)
+# ------------------------------------------------------------------ MCP calls
 
 
 class MCPToolCalled(Event):
@@ -604,7 +604,7 @@ class LLMRequest(Event):
     """What went wrong, when the request failed."""
 
 
-# ------------------------------------------------------------------ hooks / flow (seed 002)
+# ------------------------------------------------------------------ hooks / flow
 
 
 class HookEvaluation(Event):

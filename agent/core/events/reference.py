@@ -28,15 +28,15 @@ GROUPS: list[tuple[str, str, list[str]]] = [
     ("Daemon and policy lifecycle", "", ["daemon_started", "daemon_stopping", "component_exited",
                                          "admin_action", "policy_loaded", "policy_rejected"]),
     ("The event log itself", "", ["events_dropped", "events_rotated", "events_torn_tail"]),
-    ("MCP tool definitions *(seed 001)*", "", ["mcp_tool_seen", "mcp_tool_changed", "mcp_detection",
-                                                "mcp_tool_shadowed"]),
-    ("MCP tool calls and results *(seed 000)*",
+    ("MCP tool definitions", "", ["mcp_tool_seen", "mcp_tool_changed", "mcp_detection",
+                                  "mcp_tool_shadowed"]),
+    ("MCP tool calls and results",
      "The call events share `session_id`; see \"Correlation\" below.",
      ["mcp_tool_call_intercepted", "mcp_tool_called", "mcp_result_injection",
       "mcp_network_connection", "network_connect", "bpf_lost_events", "mcp_server_discovered"]),
     ("Shims and the wire", "", ["shim_registered", "shim_exited", "protocol_error"]),
     ("LLM proxy", "", ["llm_request"]),
-    ("Hooks and data flow *(seed 002)*", "", ["hook_evaluation", "flow_summary"]),
+    ("Hooks and data flow", "", ["hook_evaluation", "flow_summary"]),
 ]
 """Sections of the type reference; a type in none of them is listed under "Other"."""
 

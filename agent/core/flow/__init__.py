@@ -1,4 +1,4 @@
-"""Data-flow security core (seed 002, docs/flow.md): classification of tools and
+"""Data-flow security core (docs/flow.md): classification of tools and
 MCP servers, content fingerprints of tool responses, per-session flow tracking
 and the flow policy. Pure: no I/O; callers (daemon, shim, proxy, hook
 endpoint) feed it responses and ask it about calls."""

@@ -1,4 +1,4 @@
-"""Classification of MCP servers and agent tools (FR-001..006, docs/flow.md).
+"""Classification of MCP servers and agent tools (docs/flow.md "Classification").
 
 ``internal`` tools read or write the user's own data and keep it on the host;
 ``external`` ones send what they are given to a third party (and return

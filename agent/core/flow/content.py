@@ -3,9 +3,10 @@
 Three tiers, all computed once per recorded response and looked up per
 checked argument:
 
-* **exact** — SHA-256 truncated to 128 bits (FR-011) of the whole response and
+* **exact** — SHA-256 truncated to 128 bits of the whole response and
   of every string field of at least ``hash_min_length`` characters, raw and
-  normalized (lowercase, whitespace collapsed; FR-010/012/013);
+  normalized (lowercase, whitespace collapsed); shorter strings are never
+  hashed;
 * **sensitive** — values the shared :class:`SensitiveDetector` finds in the
   response, kept (normalized) for a substring test against every decoded view
   of an argument, so a secret is found at any position and in any supported
@@ -50,12 +51,12 @@ __all__ = [
 
 
 def digest(text: str) -> bytes:
-    """SHA-256 truncated to 128 bits (FR-011)."""
+    """SHA-256 truncated to 128 bits (docs/flow.md "Matching")."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
 def normalize(text: str) -> str:
-    """Lowercase, whitespace runs collapsed to one space, trimmed (FR-012)."""
+    """Lowercase, whitespace runs collapsed to one space, trimmed (docs/flow.md "Matching")."""
     return " ".join(text.split()).lower()
 
 

@@ -9,9 +9,9 @@ proxy and the hook endpoint call (docs/flow.md).
   somewhere it must not? Returns a :class:`FlowVerdict`.
 * :meth:`FlowEngine.register_pending` / :meth:`FlowEngine.correlate` /
   :meth:`FlowEngine.link` — tie an MCP session to the hook session of the
-  agent that drives it (FR-030..034).
+  agent that drives it (docs/flow.md "Sessions", correlation).
 * :meth:`FlowEngine.expire` — sessions idle past ``session_timeout_minutes``,
-  as ``flow_summary`` fields (FR-090) for the caller to emit.
+  as ``flow_summary`` fields for the caller to emit (docs/flow.md "Sessions").
 
 Synchronous, no I/O, thread-safe (one lock for the session table, one per
 session; fingerprints are computed outside the locks).
@@ -489,7 +489,8 @@ class FlowEngine:
                         )
                     )
         if external:
-            # credentials in what leaves the host count even when never recorded (FR-064)
+            # credentials in what leaves the host count even when never recorded
+            # (docs/flow.md "Matching": "sensitive data in arguments")
             seen_types: set[str] = set()
             recorded = {t for m in found.values() for t in m.sensitive}
             for vs in decoded:
@@ -657,7 +658,7 @@ class FlowEngine:
     ) -> None:
         """A PreToolUse for an ``mcp__*`` tool: the MCP call with the same tool
         name and arguments, if it arrives within ``correlation_ttl_seconds``,
-        belongs to ``hook_session`` (FR-030). ``scope`` (the caller's uid)
+        belongs to ``hook_session`` (docs/flow.md "Sessions"). ``scope`` (the caller's uid)
         keeps one user's MCP calls from matching another user's hooks."""
         now = self._clock() if now is None else now
         k = self._corr_key(tool, arguments, scope)
@@ -709,7 +710,7 @@ class FlowEngine:
             if not lst:
                 return None
             # the first call takes the oldest entry; identical calls of other
-            # sessions in the same window are ambiguous and dropped (seed edge case)
+            # sessions in the same window are ambiguous and dropped (docs/flow.md "Sessions")
             hook = lst[0][0]
         self.link(mcp_session, hook, now=now)
         with self._lock:
@@ -724,7 +725,7 @@ class FlowEngine:
         now = self._clock() if now is None else now
         with self._lock:
             if mcp_session in self._links:
-                return  # first link wins (FR-032/034)
+                return  # first link wins (docs/flow.md "Sessions")
             self._links[mcp_session] = hook_session
             old = self._sessions.pop(mcp_session, None)
             hs = self._sessions.get(hook_session)

@@ -1,6 +1,7 @@
-"""Flow policy: flow types, risk levels and actions (FR-023/024, FR-060..063).
+"""Flow policy: flow types, risk levels and actions (docs/flow.md "Flow types,
+risk and actions").
 
-Risk (FR-024), for a detected flow:
+Risk, for a detected flow:
 
 * ``none`` — internal→internal, external→external, external→internal;
 * ``critical`` — internal→external carrying sensitive data;
@@ -8,8 +9,8 @@ Risk (FR-024), for a detected flow:
   ``require_justification`` is on and the call had a justification channel
   (a flat ``flow_justification`` argument, or the caller said so) and left it
   empty;
-* ``medium`` — any other internal→external flow (the seed's scenario: a
-  summary of internal data sent to a webhook is ``medium`` / ``ask``).
+* ``medium`` — any other internal→external flow (the default: a summary
+  of internal data sent to a webhook is ``medium`` / ``ask``).
 
 Action: a suspicious endpoint among the destinations → ``deny`` whatever else
 is configured; else ``tool_overrides`` for the tool; else by risk

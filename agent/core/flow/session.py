@@ -2,7 +2,7 @@
 
 Memory is bounded by ``max_origins_per_session`` counted in *index entries*
 (every exact digest, window fingerprint, sensitive value and path label is one
-entry, as the seed's origin map is "content hash → source info"). When a new
+entry; docs/flow.md "Sessions"). When a new
 origin pushes the session over the budget the oldest origins are evicted
 whole. One origin never takes more than an eighth of the budget: its window
 fingerprints are thinned (a larger winnowing window) to fit.
@@ -28,7 +28,7 @@ WEAK_GRAMS_NEEDED = 3
 
 @dataclass(slots=True)
 class Origin:
-    """Where a piece of data was produced (the seed's DataOrigin)."""
+    """Where a piece of data was produced (an *origin*, docs/flow.md "Threat model")."""
 
     id: int
     tool: str

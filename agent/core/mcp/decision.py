@@ -1,7 +1,7 @@
 """The one MCP tool-call decision pipeline, shared by the shim, the LLM proxy and
 (via the daemon) every other layer, so rate limits and pins are one truth.
 
-Order (seeds 000/003; first block wins):
+Order (docs/mcp.md "Evaluation order"; first block wins):
 
 1. registry lookup: unknown → ``unknown tool, fail closed`` when
    ``mcp.fail_closed``, else allow (``known=False``; no event from the proxy)
@@ -458,7 +458,7 @@ class DecisionEngine:
         try:
             key = flow_session_key(req)
             if req.source == "shim" and not req.flow_session:
-                # an MCP session driven by a hook-enabled agent joins its hook session (FR-031);
+                # an MCP session driven by a hook-enabled agent joins its hook session (docs/flow.md "Sessions");
                 # a shim naming the agent's session (CLAUDE_CODE_SESSION_ID) is in it already
                 scope = str(req.uid) if req.uid is not None else ""
                 fe.correlate(key, tool, req.arguments, scope=scope)

@@ -1,4 +1,4 @@
-"""MCP tool-poisoning detector (seed 001 "Pattern Detector", rebuilt around orders).
+"""MCP tool-poisoning detector, built around orders (docs/mcp.md "Tool poisoning").
 
 ``Detector.inspect(tool, peers)`` parses a raw MCP tool definition once
 (detect_parse: every string with its role, the tool's purpose, parameters,

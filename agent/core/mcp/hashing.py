@@ -61,7 +61,8 @@ def field_text(definition: dict[str, Any], field: str) -> str:
 
 def diff_definitions(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
     """Field-level changes between two definitions (only the hashed fields), in the
-    seed's ``FieldChange`` shape: ``{"field", "previous", "new"}``."""
+    ``FieldChange`` shape of ``mcp_tool_changed`` (docs/events.md):
+    ``{"field", "previous", "new"}``."""
     out: list[dict[str, str]] = []
     for f in HASHED_FIELDS:
         if canonical_json(old.get(f)) == canonical_json(new.get(f)):

@@ -13,8 +13,7 @@ tools each server currently lists all survive a restart. Detections are
 ``DetectionResult`` models up to this file: a row holds their JSON
 (``model_dump``, sorted keys) and is parsed back into models on load.
 
-Pins are keyed by ``(server_id, tool_name)``, not by tool name alone as in
-seed 003, so the same tool name on two servers never shares (or steals) a pin.
+Pins are keyed by ``(server_id, tool_name)``, not by tool name alone, so the same tool name on two servers never shares (or steals) a pin.
 The first registration pins (trust on first use) when auto-pinning is on; a
 changed hash never moves the pin (only an approval does); removing a server
 never clears its pins.

@@ -2,7 +2,7 @@
 
 Used by the shim (its own server id), by ``agentshctl mcp wrap`` (which
 entries of a client config to wrap) and by anything that must name a stdio
-server the same way. Rules (seed 001):
+server the same way. Rules (docs/shim.md "Server ids"):
 
 - Server id: a declared stdio server (``mcp.servers``, type stdio) whose
   command and args match wins; else the package/module name found in the
@@ -78,7 +78,7 @@ def _strip_ext(p: str) -> str:
 
 
 def derive_server_id(command: str, args: Sequence[str]) -> str:
-    """Seed 001 derivation: package/module name from the command, else a stable hash."""
+    """Package/module name from the command, else a stable hash (docs/shim.md "Server ids")."""
     words = [command, *args]
     for w in words:
         low = w.lower()

@@ -423,12 +423,12 @@ class NetworkConfig(_Model):
     """bpffs directory for pinned maps (mounted if missing)."""
 
 
-# --------------------------------------------------------------------------- flow (seed 002)
+# --------------------------------------------------------------------------- flow (docs/flow.md)
 
 
 class FlowTrackingConfig(_Model):
     enabled: bool = True
-    """Track data origins across tool calls (seed 002)."""
+    """Track data origins across tool calls (docs/flow.md)."""
     session_timeout_minutes: int = Field(30, ge=1)
     """Expire a flow session after this much inactivity (writes `flow_summary`)."""
     max_origins_per_session: int = Field(10000, ge=1)
@@ -525,6 +525,6 @@ class Policy(_Model):
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     """The BPF network layer."""
     flow: FlowConfig = Field(default_factory=FlowConfig)
-    """Data-flow security (seed 002 `security` keys)."""
+    """Data-flow security (docs/flow.md)."""
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     """Prometheus metrics and the health endpoint for monitoring."""
