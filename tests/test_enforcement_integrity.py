@@ -221,3 +221,30 @@ def test_a_new_daemon_ends_an_orphaned_proxy_it_can_identify_as_its_own(
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
     assert comp["restarts"] == 0
     assert "stale LLM proxy" in d.log()
+
+
+def test_a_restarting_proxy_is_degraded_with_its_cause_and_never_reported_as_stopped_none(
+    daemon_factory: Any, fake: FakeUpstream
+) -> None:
+    d: DaemonProc = daemon_factory(proxy_policy(fake, free_port()))
+    first = wait_proxy_ready(d)
+    os.kill(first["pid"], signal.SIGKILL)
+    seen: list[tuple[int, list[str], str]] = []
+
+    def back() -> bool:
+        r = d.ctl("status")
+        st = status(d)
+        seen.append((r.returncode, [x for x in st["degraded_reasons"] if x.startswith("llm-proxy")], r.stdout))
+        c = proxy_component(d)
+        return bool(c and c["state"] == "running" and c["ready"] and c["pid"] != first["pid"])
+
+    wait_for(back, 60, interval=0.1, what="llm-proxy restarted")
+    not_ready = [s for s in seen if s[1]]
+    assert not_ready, "the restart was never visible in status"
+    for code, reasons, text in not_ready:
+        assert code == 1, text  # degraded while the proxy is not serving
+        assert all(
+            r.startswith(("llm-proxy restarting after it exited (", "llm-proxy starting")) for r in reasons
+        ), reasons
+        assert "None" not in text and "stopped (" not in text, text
+    assert any("SIGKILL" in r or "exited" in r for _, rs, _ in not_ready for r in rs)
