@@ -4,7 +4,8 @@
     .venv/bin/python bench/train_detector.py --check    # retrain, compare with the shipped weights
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
-docs/mcp.md "The learned scorer". Data (never tests/data/detector_blind_v3/, never ../shared/eval):
+docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
+measured; the v3 blind set, measured once, is development data now):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
   sentence of the benign entries (hard negatives, clean) of the labelled sets;
@@ -36,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from detector import BLIND, DATA, _peers_siblings, real_tool_defs
+from detector import BLIND, BLIND_V3, DATA, _peers_siblings, real_tool_defs
 
 from agentsh.agent.core.mcp.checks import RANK
 from agentsh.agent.core.mcp.detect_parse import parse_tool
@@ -53,7 +54,7 @@ THRESHOLD_FLOOR = 0.9  # the leave-one-author-out operating point (docs/mcp.md)
 MIL_ROUNDS = 3
 MIL_MARGIN = 2.0  # logits below the tool's best candidate by more than this are dropped
 SEED = 1729
-TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2")
+TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2", "v3a", "v3b")
 
 
 @dataclass(slots=True)
@@ -84,6 +85,8 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "test_tools": ld(BLIND / "test_tools.json"),
         "heldout": ld(DATA / "detector_heldout.json"),
         "v2": ld(DATA / "detector_test_v2.json"),
+        "v3a": ld(BLIND_V3 / "v3a_tools.json"),
+        "v3b": ld(BLIND_V3 / "v3b_tools.json"),
     }
 
 
@@ -294,23 +297,31 @@ def estimate(samples: list[Sample], which: str = "all") -> None:
         loco(samples)
 
 
+LOAO_FOLDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("v3b",), 1),
+    (("v3a",), 0),
+    (("v3a", "v3b"), 0),  # both v3 authors: what a set written after training looks like
+    (("test_tools",), 0),
+    (("dev_tools",), 1),
+)
+
+
 def loao(samples: list[Sample]) -> None:
     print("== leave-one-author-out (train without one author's set and half of the real servers)")
-    for held in ("test_tools", "dev_tools"):
-        fold = 0 if held == "test_tools" else 1
+    for held, fold in LOAO_FOLDS:
         tr = [
             s
             for s in samples
-            if s.source != held and not (s.source == "real" and _real_fold(s.group) == fold)
+            if s.source not in held and not (s.source == "real" and _real_fold(s.group) == fold)
         ]
         te = [
             s
             for s in samples
-            if s.source == held or (s.source == "real" and _real_fold(s.group) == fold)
+            if s.source in held or (s.source == "real" and _real_fold(s.group) == fold)
         ]
         m = train_full(tr)
         print(f"  threshold_high={m.threshold_high}")
-        print_eval(f"held out: {held} + real servers of fold {fold} (rules were tuned on dev_tools)",
+        print_eval(f"held out: {'+'.join(held)} + real servers of fold {fold}",
                    evaluate(m, te), cats=True)  # fmt: skip
 
 

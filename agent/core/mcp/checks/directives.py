@@ -583,7 +583,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     if c.conceal and directive_or_framed:
         add(_Verdict(2, "hidden_instructions", "order_conceal", None,
                      f"keep it from the user ('{c.conceal}')"))
-    if c.consent and directive_or_framed:
+    if c.consent and directive_or_framed and not (c.kind == "negated" and c.consent.startswith("without")):
+        # "do not follow URLs … without asking" forbids acting without consent
         add(_Verdict(2, "hidden_instructions", "order_bypass_consent", None,
                      f"act without the user's consent ('{c.consent}')"))
     if c.deceive and directive_or_framed:
@@ -702,12 +703,14 @@ _GATE_KEYS = frozenset(_GATE_PHRASES)
 
 def _obfuscated(raw: str) -> bool:
     """Does the text hide letters from a reader (invisible characters, look-alike or fullwidth
-    letters)? Accents and typographic punctuation do not count."""
+    letters)? Accents and typographic punctuation do not count, nor does the full-width
+    punctuation that Chinese and Japanese are written with: only full-width
+    letters and digits pose as ASCII."""
     for ch in raw:
         if ch.isascii():
             continue
         o = ord(ch)
-        if ch in CONFUSABLE_LETTERS or 0xFF01 <= o <= 0xFF5E or 0x1D400 <= o <= 0x1D7FF or \
+        if ch in CONFUSABLE_LETTERS or (0xFF01 <= o <= 0xFF5E and ch.isalnum()) or 0x1D400 <= o <= 0x1D7FF or \
                 unicodedata.category(ch) == "Cf" or ch == "\u00ad":  # fmt: skip
             return True
     return False

@@ -52,6 +52,11 @@ password passwords gnupg id""".split())
 _TRAVERSAL = re.compile(r"(?:\.\.[/\\]){2,}[\w./\\-]*")
 
 
+# parameters whose values the tool skips (an exclude list, a deny list): a credential
+# file as their default keeps it out, it does not send the model there
+_EXCLUDING = re.compile(r"(?:^|_|-)(?:exclude|excludes|excluded|ignore|ignored|skip|deny|denylist|"
+                        r"blocklist|blacklist|except|omit|redact)(?:$|_|-|s\b)")
+
 class SchemaValueCheck:
     """See module docstring."""
 
@@ -106,6 +111,8 @@ class SchemaValueCheck:
         if pcs & {"persist", "cred"}:
             if stems(v) & tool.purpose:
                 return  # a .env linter defaulting to ".env"
+            if _EXCLUDING.search(pname.lower()):
+                return  # what the tool leaves alone: naming a secret there protects it
             lvl = "high"
             kind = "runs or is obeyed later" if "persist" in pcs else "holds credentials"
             yield finding_at(f, 0, len(f.lower), "model_directives", lvl, "default_sensitive_path",
