@@ -206,11 +206,11 @@ def _v3_entries(doc: Any) -> list[dict[str, Any]]:
     return [e for e in doc if isinstance(e, dict)] if isinstance(doc, list) else []
 
 
-def frozen_v3(det: Detector) -> None:
-    """Measure the v3 blind set once: every *.json of the folder, tool definitions and
+def frozen_v3(det: Detector, folder: Path = BLIND_V3) -> None:
+    """Measure a blind set once: every *.json of the folder, tool definitions and
     tool results told apart per entry; counts only, no entry is printed."""
-    print(f"-- FROZEN blind set v3 ({BLIND_V3.relative_to(ROOT)}; measured once; entries are not listed)")
-    files = sorted(BLIND_V3.glob("*.json"))
+    print(f"-- FROZEN blind set ({folder.relative_to(ROOT)}; measured once; entries are not listed)")
+    files = sorted(folder.glob("*.json"))
     if not files:
         print("    no *.json files found")
         return
@@ -235,7 +235,7 @@ def frozen_v3(det: Detector) -> None:
             print(f"    {skipped} entries with neither a tool nor a result were not measured")
 
 
-def quality(det: Detector, verbose: bool, frozen: bool, v3: bool = False) -> None:
+def quality(det: Detector, verbose: bool, frozen: bool, v3: bool = False, blind: Path | None = None) -> None:
     print(f"== quality (default DetectionConfig, alert_threshold={THRESHOLD})")
     load = lambda p: json.loads(p.read_text())  # noqa: E731
     print("-- dev sets (used while building)")
@@ -274,6 +274,8 @@ def quality(det: Detector, verbose: bool, frozen: bool, v3: bool = False) -> Non
         results_table(det, "test_results.json", load(BLIND / "test_results.json"), show_ids=False).print(False)
     if v3:
         frozen_v3(det)
+    if blind is not None:
+        frozen_v3(det, blind.resolve())
 
 
 # ---------------------------------------------------------------- speed
@@ -416,10 +418,12 @@ def main() -> None:
                     help="also measure the former frozen blind test set (now development data)")
     ap.add_argument("--frozen-v3", action="store_true",
                     help="measure the v3 blind set (tests/data/detector_blind_v3/*.json) once")
+    ap.add_argument("--frozen-dir", type=Path, default=None,
+                    help="measure the blind set in this folder (e.g. tests/data/detector_blind_v4) once")
     args = ap.parse_args()
     det = Detector(DetectionConfig())
     if not args.no_quality:
-        quality(det, args.verbose, args.frozen_test, args.frozen_v3)
+        quality(det, args.verbose, args.frozen_test, args.frozen_v3, args.frozen_dir)
     if not args.no_speed:
         speed(det)
     sys.stdout.flush()
