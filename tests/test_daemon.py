@@ -269,6 +269,8 @@ def test_tools_stop_being_current_when_the_last_shim_of_a_server_exits(daemon: D
     before, middle, after = asyncio.run(go())
     assert "frobnicate" in before and "frobnicate" in middle
     assert "frobnicate" not in after
+    # the events are written by the writer thread, a moment after the answers
+    wait_for(lambda: len(daemon.events("shim_exited")) >= 2, what="two shim_exited events")
     assert len(daemon.events("shim_exited")) == 2
 
 
