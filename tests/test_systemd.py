@@ -103,7 +103,7 @@ network: {{enabled: true, cgroup_path: {cg}, pin_dir: {pin}, discovery: false}}
             with open(log, "wb") as out:
                 proc = subprocess.Popen(
                     [sys.executable, str(REPO / "tests" / "unit_sandbox.py"), str(REPO / "systemd" / "agentsh.service"),
-                     "--rw", str(root), "--", AGENTSHD, "--config-dir", str(root / "etc"), "--socket", str(sock),
+                     "--rw", str(root), "--keep", str(REPO), "--keep", sys.prefix, "--", AGENTSHD, "--config-dir", str(root / "etc"), "--socket", str(sock),
                      "--state-dir", str(root / "lib"), "--events", str(root / "log" / "events.jsonl")],
                     stdout=out, stderr=subprocess.STDOUT, cwd="/")
 

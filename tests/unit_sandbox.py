@@ -22,7 +22,11 @@ Not emulated (no effect on what agentshd does with BPF): ProtectClock,
 ProtectHostname, ProtectKernelLogs, RestrictRealtime, RestrictSUIDSGID,
 LockPersonality, RestrictNamespaces, UMask, the Limit*= settings.
 
-Usage: ``python tests/unit_sandbox.py UNIT [--rw PATH]... -- CMD [ARGS...]``.
+Usage: ``python tests/unit_sandbox.py UNIT [--rw PATH]... [--keep PATH]... -- CMD [ARGS...]``.
+
+``--keep PATH``: a path under /tmp or /var/tmp that stays visible (read-only)
+through ``PrivateTmp=``: a checkout (with its venv) cloned under /tmp, as CI may
+do; an installed agentsh never lives there.
 """
 
 from __future__ import annotations
@@ -151,10 +155,21 @@ def _private_dev_stage() -> None:
         os.symlink(target, f"{stage}/{name}")
 
 
-def apply_mounts(s: dict[str, list[str]], rw: list[str]) -> None:
+KEEP_STAGE = "/run/.agentsh-sandbox-keep"
+
+
+def apply_mounts(s: dict[str, list[str]], rw: list[str], keep: list[str] | None = None) -> None:
     if _libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    keep = [os.path.realpath(k) for k in keep or () if _under(os.path.realpath(k), "/tmp")
+            or _under(os.path.realpath(k), "/var/tmp")]
+    if keep:  # staged before the tree turns read-only and /tmp is replaced
+        os.makedirs(KEEP_STAGE, exist_ok=True)
+        _mount("tmpfs", KEEP_STAGE, "tmpfs", MS_NOSUID, "mode=0700")
+        for i, k in enumerate(keep):
+            os.mkdir(f"{KEEP_STAGE}/{i}")
+            _mount(k, f"{KEEP_STAGE}/{i}", None, MS_BIND | MS_REC)
     private_dev = "yes" in s.get("PrivateDevices", [])
     if private_dev:
         _private_dev_stage()
@@ -170,6 +185,12 @@ def apply_mounts(s: dict[str, list[str]], rw: list[str]) -> None:
     if "yes" in s.get("PrivateTmp", []):
         for t in ("/tmp", "/var/tmp"):
             _mount("tmpfs", t, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+        for i, k in enumerate(keep):
+            # the checkout (venv, link tree) lives under /tmp on this machine; an
+            # installed agentsh never does: put it back, read-only, at its own path
+            os.makedirs(k, exist_ok=True)
+            _mount(f"{KEEP_STAGE}/{i}", k, None, MS_BIND | MS_REC)
+            _mount(None, k, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
     if "read-only" in s.get("ProtectHome", []):
         for h in ("/home", "/root", "/run/user"):
             _readonly_tree(h)
@@ -281,12 +302,13 @@ def main(argv: list[str]) -> None:
     i = argv.index("--")
     opts, cmd = argv[:i], argv[i + 1:]
     unit, rw = opts[0], [opts[j + 1] for j, o in enumerate(opts) if o == "--rw"]
+    keep = [opts[j + 1] for j, o in enumerate(opts) if o == "--keep"]
     s = service_settings(Path(unit).read_text())
     for setting in ("SystemCallFilter", "RestrictAddressFamilies"):
         for spec in s.get(setting, []):
             if re.search(r"[^\w@~ .-]", spec):
                 raise SystemExit(f"unit_sandbox: cannot emulate {setting}={spec}")
-    apply_mounts(s, rw)
+    apply_mounts(s, rw, keep)
     drop_capabilities(s)
     load_seccomp(s)
     os.execv(cmd[0], cmd)
