@@ -22,20 +22,19 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import benchdaemon
 import click
+from benchdaemon import pct
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 AGENTSHCTL = str(BIN / "agentshctl")
-AGENTSHD = str(BIN / "agentshd")
 TARGET_MS = 150.0
 
 BENCH_POLICY = """
@@ -73,22 +72,11 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return dt
 
 
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
-
-
-class Daemon:
-    """agentshd in a private directory (root only)."""
+class Daemon(benchdaemon.Daemon):
+    """agentshd in a private directory (root only), with an event log to tail."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="ashb", dir="/tmp"))
-        self.socket = self.root / "run" / "agentsh.sock"
-        self.events = self.root / "log" / "events.jsonl"
-        (self.root / "etc").mkdir(parents=True)
-        (self.root / "etc" / "agentsh.yaml").write_text(BENCH_POLICY)
-        self.events.parent.mkdir(parents=True)
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__(BENCH_POLICY)
 
     def fill_log(self, n: int) -> None:
         from agentsh.agent.core.events.models import MCPToolCalled
@@ -98,33 +86,6 @@ class Daemon:
                 ev = MCPToolCalled(server_id="filesystem", tool_name="read_file", jsonrpc_id=i,
                                    input={"path": f"/home/dev/src/{i}.py"}, source="shim", pid=4242)
                 f.write(ev.model_dump_json(exclude_none=True).encode() + b"\n")
-
-    def start(self) -> None:
-        log = open(self.root / "agentshd.log", "wb")  # noqa: SIM115 - handed to the child
-        self.proc = subprocess.Popen(
-            [AGENTSHD, "--config-dir", str(self.root / "etc"), "--socket", str(self.socket),
-             "--state-dir", str(self.root / "lib"), "--events", str(self.events)],
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"agentshd exited {self.proc.returncode}: {(self.root / 'agentshd.log').read_text()}")
-            if self.socket.exists() and b'"daemon_started"' in self.events.read_bytes()[-65536:]:
-                return
-            time.sleep(0.1)
-        raise SystemExit("agentshd did not start in 60 s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def main() -> int:

@@ -32,64 +32,26 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
+import benchdaemon
+from benchdaemon import pct
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-AGENTSHD = str(BIN / "agentshd")
 HOOK = str(REPO / "agent" / "hook_cmd.py")
 POLICY = "network: {enabled: false}\nproxy: {mode: disabled}\nevents: {fsync_interval_seconds: 1}\n"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 
 
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
-
-
-class Daemon:
+class Daemon(benchdaemon.Daemon):
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="ashh", dir="/tmp"))
-        self.socket = self.root / "run" / "agentsh.sock"
-        self.events = self.root / "log" / "events.jsonl"
-        (self.root / "etc").mkdir(parents=True)
-        (self.root / "etc" / "agentsh.yaml").write_text(POLICY)
-        self.events.parent.mkdir(parents=True)
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        log = open(self.root / "agentshd.log", "wb")  # noqa: SIM115 - handed to the child
-        self.proc = subprocess.Popen(
-            [AGENTSHD, "--config-dir", str(self.root / "etc"), "--socket", str(self.socket),
-             "--state-dir", str(self.root / "lib"), "--events", str(self.events)],
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"agentshd exited: {(self.root / 'agentshd.log').read_text()}")
-            if self.socket.exists() and b'"daemon_started"' in self.events.read_bytes()[-65536:]:
-                return
-            time.sleep(0.1)
-        raise SystemExit("agentshd did not start in 60 s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().__init__(POLICY, prefix="ashh")
 
 
 def payload(session: str, event: str, tool: str, tool_input: dict, tid: str, response: object = None) -> dict:
