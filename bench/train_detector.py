@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from detector import BLIND, BLIND_V3, DATA, _peers_siblings, real_tool_defs
+from detector import BLIND, BLIND_V3, BLIND_V4, DATA, _peers_siblings, real_tool_defs
 
 from agentsh.agent.core.mcp.checks import RANK
 from agentsh.agent.core.mcp.detect_parse import parse_tool
@@ -54,7 +54,7 @@ THRESHOLD_FLOOR = 0.9  # the leave-one-author-out operating point (docs/mcp.md)
 MIL_ROUNDS = 3
 MIL_MARGIN = 2.0  # logits below the tool's best candidate by more than this are dropped
 SEED = 1729
-TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2", "v3a", "v3b")
+TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2", "v3a", "v3b", "v4a", "v4b")
 
 
 @dataclass(slots=True)
@@ -87,6 +87,8 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v2": ld(DATA / "detector_test_v2.json"),
         "v3a": ld(BLIND_V3 / "v3a_tools.json"),
         "v3b": ld(BLIND_V3 / "v3b_tools.json"),
+        "v4a": ld(BLIND_V4 / "v4a_tools.json"),
+        "v4b": ld(BLIND_V4 / "v4b_tools.json"),
     }
 
 
@@ -112,10 +114,12 @@ def samples_of_tool(det: Detector, tool: dict[str, Any], peers: Sequence[Any], s
     return out
 
 
-def build_samples() -> list[Sample]:
+def build_samples(exclude: Sequence[str] = ()) -> list[Sample]:
     det = _rule_detector()
     out: list[Sample] = []
     for source, entries in load_entries().items():
+        if source in exclude:
+            continue
         for e in entries:
             tool = dict(e["tool"])
             if "input_schema" in tool and "inputSchema" not in tool:
@@ -298,6 +302,7 @@ def estimate(samples: list[Sample], which: str = "all") -> None:
 
 
 LOAO_FOLDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("v4a", "v4b"), 1),  # both v4 authors: the newest set, written after v3 was trained on
     (("v3b",), 1),
     (("v3a",), 0),
     (("v3a", "v3b"), 0),  # both v3 authors: what a set written after training looks like
@@ -364,8 +369,10 @@ def main(argv: list[str] | None = None) -> int:
         "--epochs", type=int, default=EPOCHS, help="with --estimate: a quicker, rougher run"
     )
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    ap.add_argument("--exclude", action="append", default=[], choices=TRAIN_SETS,
+                    help="leave this set out of training (to measure the combined detector on it)")
     args = ap.parse_args(argv)
-    samples = build_samples()
+    samples = build_samples(args.exclude)
     npos = len({s.group for s in samples if s.candidate})
     print(f"{len(samples)} sentences, {npos} malicious entries with candidates, "
           f"{sum(s.label != 'malicious' for s in samples)} negative sentences")  # fmt: skip

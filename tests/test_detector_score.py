@@ -56,10 +56,10 @@ def test_generalization_estimate_script_runs_and_reports_held_out_recall() -> No
     r = subprocess.run([sys.executable, str(TRAIN), "--estimate", "--which", "loao", "--epochs", "2"],
                        capture_output=True, text=True, timeout=900, cwd=ROOT)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
-    for held in ("v3b", "v3a", "v3a+v3b", "test_tools", "dev_tools"):
+    for held in ("v4a+v4b", "v3b", "v3a", "v3a+v3b", "test_tools", "dev_tools"):
         assert f"held out: {held} +" in r.stdout, r.stdout
     recall = [ln for ln in r.stdout.splitlines() if ln.strip().startswith("malicious")]
-    assert len(recall) == 5 and all("combined" in ln for ln in recall), r.stdout
+    assert len(recall) == 6 and all("combined" in ln for ln in recall), r.stdout
 
 
 def test_payload_the_rules_miss_is_caught_by_the_scorer_with_a_why(det: Detector) -> None:

@@ -224,6 +224,12 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 "_" in key or (key in tool.peers) or key in tool.siblings
                 or ("-" in key and _CALL_NEAR.search(t[max(0, s - 24) : s]))
             ) and "." not in key and ":" not in key:
+                if key not in tool.siblings and key not in tool.peers and (
+                        _upper_in_source(sent, s, e) or _RETURNED_BEFORE.search(t[max(0, s - 40) : s])
+                        or (_ARTICLE_BEFORE.search(t[max(0, s - 6) : s])
+                            and not _TOOL_AFTER.match(t[e + 1 : e + 25]))):
+                    add(Obj("literal", inner, s, e))  # `AUTH_MISSING`, "returns `verification_uri`"
+                    continue
                 add(_tool_obj(key, s, e, t, tool, own))
                 continue
             pcs = path_classes(key) if ("/" in key or key.startswith((".", "~"))) else frozenset()
@@ -336,8 +342,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
                 " tool" in t and _LIST_BEFORE.search(before)
             ):
-                if ENV_NAME_RE.fullmatch(w) and w.upper() == w:
-                    continue
+                if w not in tool.siblings and _upper_in_source(sent, m.start(), m.end()):
+                    continue  # AUTH_MISSING: an error code or a constant, not a tool
                 add(_tool_obj(w, m.start(), m.end(), t, tool, own))
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
@@ -386,6 +392,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                     out.append(o)
     ascii_t = t.isascii()
     for m in DATA_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_DATA_WORDS)) else ():
+        if m.group(0) in ("conversation", "transcript") and _LOCATIVE_BEFORE.search(t, 0, m.start()):
+            continue  # "tokens the user copied in this conversation": where, not what is sent
         klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
         topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
         out.append(Obj("data", m.group(0), m.start(), m.end(), klass, "", topic))
@@ -447,6 +455,23 @@ def _word_spans(t: str, w: str) -> list[tuple[int, int]]:
             out.append((i, i + n))
         i = t.find(w, i + 1)
     return out
+
+
+_RETURNED_BEFORE = re.compile(r"\b(?:returns?|returned|responds?\s+with|fails?\s+with|errors?|fields?|"
+                              r"properties|property|column|key|output|response)\W{0,3}(?:\w+\W{1,3}){0,2}`?$")
+
+
+_LOCATIVE_BEFORE = re.compile(r"\b(?:in|into|during|throughout|within)\s+(?:this|the|a|our)\s+$")
+_ARTICLE_BEFORE = re.compile(r"\b(?:a|an)\s+`$")  # "and a `user_code`": a value, not a tool
+
+
+def _upper_in_source(sent: Sentence, s: int, e: int) -> bool:
+    """Is the identifier written in capitals in the definition (an error code, an
+    environment variable, a constant), which no tool name is?"""
+    f = sent.field
+    a, b = f.orig_span(sent.start + s, sent.start + e)
+    raw = f.raw[a:b]
+    return len(raw) > 2 and raw.isupper()
 
 
 def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:

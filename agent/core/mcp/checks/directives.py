@@ -79,7 +79,8 @@ _ALWAYS = frozenset(["always", "every", "each", "toujours", "immer", "siempre", 
 _FOREIGN_STOP = frozenset(['al', 'alla', 'alle', 'altijd', 'antes', 'après', 'au', 'auch', 'auf', 'aus', 'aux', 'avant', 'avec', 'bei', 'bevor', 'bij', 'cada', 'ce', 'ces', 'cette', 'chaque', 'che', 'como', 'con', 'cuando', 'da', 'dans', 'das', 'dei', 'del', 'della', 'delle', 'dem', 'den', 'der', 'des', 'después', 'deze', 'di', 'die', 'dit', 'do', 'dopo', 'du', 'een', 'ein', 'eine', 'el', 'elke', 'em', 'en', 'es', 'est', 'esta', 'este', 'et', 'für', 'gli', 'het', 'ihr', 'il', 'immer', 'ist', 'je', 'jede', 'jeden', 'jeder', 'la', 'las', 'le', 'les', 'lo', 'los', 'met', 'mit', 'más', 'na', 'naar', 'nach', 'ne', 'nel', 'nella', 'nicht', 'niet', 'non', 'oder', 'ogni', 'ohne', 'ook', 'op', 'os', 'para', 'pas', 'per', 'pero', 'por', 'pour', 'prima', 'quando', 'que', 'questa', 'questo', 'qui', 'sans', 'sem', 'sempre', 'senza', 'sich', 'sie', 'siempre', 'sin', 'sind', 'sono', 'sont', 'sur', 'sus', 'todas', 'todo', 'todos', 'toujours', 'tous', 'tout', 'tutte', 'tutti', 'tutto', 'um', 'uma', 'un', 'una', 'und', 'une', 'uw', 'van', 'voor', 'vor', 'votre', 'vous', 'wanneer', 'wenn', 'wir', 'y', 'zijn', 'zonder', 'zu'])  # fmt: skip
 _ENGLISH_STOP = frozenset(["the", "and", "of", "to", "for", "with", "is", "are", "a", "an", "in", "on", "this", "that", "it", "you", "your", "be"])
 _USER_SUBJECT = re.compile(r"\b(?:the\s+)?(?:user|users|human|operator|administrator|admin|"
-                           r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$")  # fmt: skip
+                           r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$|\bthey\s+(?:\w+\s+)?$")  # fmt: skip
+_USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*$")
 _PROTECTIVE = re.compile(r"\b(?:password|passphrase|secret|key|token|credential|code|pin|"
                          r"private)s?\b")  # fmt: skip
 _PROMO = re.compile(r"\$\d|\b(?:bonus|discount|coupon|promo(?:\s+code)?|claim\s+your|sponsored|"
@@ -120,6 +121,7 @@ class Cues:
 
 
 _TOKENS_RE = re.compile(r"[^\W_]+")
+_NOT_AFTER_MODAL = re.compile(r"\s+(?:not|never)\b")
 
 
 def tokens_of(text: str) -> set[str]:
@@ -131,17 +133,36 @@ def _search(rx: re.Pattern[str], t: str) -> str:
     return m.group(0).strip() if m else ""
 
 
+_QUOTES_OPEN = "\"\u201c'\u2018\u00ab"  # straight, curly and angle quotes
+_QUOTES_CLOSE = "\"\u201d'\u2019\u00bb"
+_TELL_THE_USER = re.compile(r"\b(?:mention|tell|inform|warn|notify|explain|show|ask)\b[^.;:]{0,24}?\b"
+                            r"(?:the\s+)?(?:user|them)\b")
+
+
+def _in_quotes(t: str, s: int, e: int) -> bool:
+    """Is t[s:e] a quoted phrase ('pages may contain text such as "ignore your instructions"')?
+    Quoted words are cited, not said; what is said to the user is judged by ``tell``."""
+    before = t[max(0, s - 2) : s]
+    return any(q in before for q in _QUOTES_OPEN) and any(q in t[e : e + 60] for q in _QUOTES_CLOSE)
+
+
 def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = True,
               framed: bool = False) -> Cues:  # fmt: skip
     """Directive cues and modifiers of one sentence (lower-case text, its word set)."""
     c = Cues()
     ascii_t = t.isascii()
+    negated_modal = ""
     # the order itself
     if not ascii_t or toks & _T_MODAL:
         for m in lx.MODAL_RE.finditer(t):
             if _USER_SUBJECT.search(t[max(0, m.start() - 40) : m.start()]):
                 continue  # "the user may install it …": an order to the person, not the model
             if lx.is_mention(t, m.start()):
+                continue
+            if _NOT_AFTER_MODAL.match(t, m.end()) or m.group(0).endswith("n't"):
+                # "you must not ask the user to paste keys": a prohibition, unless the
+                # sentence also gives an order ("call `x` instead; this tool must not be used")
+                negated_modal = negated_modal or m.group(0)
                 continue
             c.directive, c.kind = m.group(0), "modal"
             break
@@ -171,6 +192,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                 c.directive = m.group(0)
                 c.kind = "negated" if m.group(0).startswith("never") else "adverb"
                 break
+    if not c.directive and negated_modal:
+        c.directive, c.kind = negated_modal, "negated"
     if not c.directive and toks & _T_NEG:
         for m in lx.NEGATED_IMPERATIVE_RE.finditer(t):
             if m.group(1) in lx.IMPERATIVE_VERBS and not lx.is_mention(t, m.start()):
@@ -206,7 +229,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         c.consent = _search(lx.CONSENT_RE, t)
     if toks & _T_PRIORITY or not ascii_t:
         for m in lx.PRIORITY_RE.finditer(t):
-            if not lx.is_mention(t, m.start()):
+            if not lx.is_mention(t, m.start()) and not _in_quotes(t, m.start(), m.end()):
                 c.priority = m.group(0)
                 break
     if toks & _T_DECEIVE:
@@ -352,8 +375,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             add(_Verdict(lvl, "shell_injection", "order_shell_command", o,
                          f"shell command {_q(o)} ({_CMD_WHAT[o.klass]}: {o.detail})", not rel))
         elif o.kind == "path":
-            if not d:
-                continue
+            if not d or _USERS_OWN_ACTION.search(t, max(0, o.start - 60), o.start):
+                continue  # "… and let them add it to `.env.local` themselves": the user acts
             if "cred" in o.classes and (c.read_verb or dest) and not (
                 c.write_verb and not c.read_verb
             ):
@@ -465,6 +488,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif o.kind == "ext":
             if not (c.net_verb or has_data or has_secret):
                 continue
+            if o.klass == "described" and _TELL_THE_USER.search(t):
+                continue  # "mention this to the user before sending": telling, not sending
             lvl = 3 if (has_data or has_secret) and d else 2
             if not d:
                 purpose = tool.name_stems if sent.first else tool.purpose
