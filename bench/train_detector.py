@@ -5,7 +5,8 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 blind set, measured once, is development data now):
+measured; the v3 and v4 blind sets, measured once each, are development data now;
+``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
   sentence of the benign entries (hard negatives, clean) of the labelled sets;
