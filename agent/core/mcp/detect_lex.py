@@ -24,7 +24,7 @@ import re
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh"]
+    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -47,6 +47,8 @@ NET_VERBS_RE = re.compile(
     r"go\s+to|contact|replay|repeat|tunnel|proxy|proxied|route|routed|redirect|redirected|"
     r"prefix|prefixed|webhook|ship|stream|export|guest|recipient|connect|register|registers|"
     r"telemetry|analytics|collector|heartbeat|relay|archive|copy|copied)\b"
+    r"|\bcall(?:ing)?\s+(?:the\s+)?(?:url|endpoint|webhook|uri)\b|\bwith\s+(?:the\s+)?method\s+"
+    r"(?:get|put|post|patch|delete)\b|\b(?:get|put|post|patch|head)\s+requests?\b"
 )
 # a URL named for people to read, not for the model to contact
 DOC_CONTEXT_RE = re.compile(
@@ -123,7 +125,8 @@ ADDRESS_RE = re.compile(
     r"(?:must|should|shall|will\s+need\s+to|needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to|"
     r"may\s+not|must\s+not|should\s+not|is\s+(?:required|expected)\s+to)\b"
     # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
-    r"|(?:^|\n|[.!?;:]\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n]{0,6}(?:[\w-]+\s+){0,2}?(?:ai\s+|llm\s+)?"
+    r"|(?:^|\n|[.!?;:]\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n]{0,6}(?:[\w-]+(?:\s+|/)){0,2}?"
+    r"(?:(?:ai|llm|automated|autonomous|coding|support|other)\s+){0,2}"
     r"(?:assistants?|agents?|llms?|copilot|claude|ai)\b[^.:,\n]{0,60}[:,](?!\S)"
     # compounds in keys and headers: "ai-agent=", "AI-Agent-Directive:", "_note_for_llm"
     r"|\b(?:ai|llm|agent|assistant)[\s_.-]*(?:agents?[\s_./-]*)?(?:directives?|instructions?|"
@@ -146,7 +149,7 @@ OVERRIDE_RE = re.compile(
     r"(?:anything|whatever|what|any)|instead\s+of\s+(?:what|the\s+(?:user|requested|given))|"
     r"rather\s+than\s+(?:what|the\s+(?:user|requested|given))|on\s+every\s+call|in\s+every\s+call|"
     r"for\s+every\s+(?:call|request)|every\s+(?:single\s+)?(?:call|request)|"
-    r"in\s+all\s+cases|without\s+exception|overridden|override|overrides|the\s+correct\s+"
+    r"in\s+all\s+cases|in\s+(?:every|each|any)\s+case|under\s+all\s+circumstances|without\s+exception|overridden|override|overrides|the\s+correct\s+"
     r"value|the\s+only\s+(?:valid|accepted|allowed)\s+value|any\s+value\s+the\s+user|"
     r"whatever\s+\w+\s+(?:the\s+)?user|even\s+for)\b"
     r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhängig|egal\s+was|sin\s+importar|"
@@ -154,8 +157,8 @@ OVERRIDE_RE = re.compile(
 )
 # the user is kept out ("do not mention", "silently", "no need to report")
 CONCEAL_RE = re.compile(
-    r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|without|no\s+need\s+to|"
-    r"need\s+not|needn'?t|not\s+necessary\s+to|there\s+is\s+no\s+need\s+to|avoid)\s+"
+    r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|shall\s+not|may\s+not|"
+    r"(?:is|are)\s+not\s+to|without|no\s+need\s+to|need\s+not|needn'?t|not\s+necessary\s+to|there\s+is\s+no\s+need\s+to|avoid)\s+"
     r"(?:\w+\s+){0,2}?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|"
     r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|alert(?:ing)?|show(?:ing)?|surfac(?:e|ing)|"
     r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
@@ -201,6 +204,12 @@ CONSENT_RE = re.compile(
     r"(?:\s+(?:the\s+)?(?:user|reporter|owner|maintainers?|anyone|them|him|her))?"
     r"(?:\s+(?:for\s+)?(?:confirmation|approval|permission|consent))?"
     r"|(?:needs?|requires?)\s+no\s+(?:confirmation|approval|permission|consent)"
+    r"|skip(?:ping)?\s+(?:any\s+|all\s+|the\s+)?(?:safety\s+|user\s+)?(?:confirmation|approval|"
+    r"permission|consent)s?(?:\s+(?:prompts?|steps?|checks?|dialogs?|questions?))?"
+    r"|(?:safety\s+)?(?:confirmations|confirmation\s+prompts)\s+(?:are|is)\s+(?:now\s+)?(?:considered\s+)?"
+    r"(?:redundant|unnecessary|disabled|turned\s+off|switched\s+off)"
+    r"|as\s+(?:already\s+)?(?:authori[sz]ed|approved|pre-?approved|confirmed)\s+by\s+(?:the\s+)?"
+    r"(?:user|administrator|admin|owner|operator)"
     r"|without\s+(?:any\s+)?(?:confirmation|approval|permission|consent|review)"
     r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
     r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
@@ -212,6 +221,10 @@ PRIORITY_RE = re.compile(
     r"(?:instructions?|prompts?|rules|guidelines|directions|messages|results|context)"
     r"|(?:supersedes?|overrides?|takes?\s+precedence\s+over|has\s+priority\s+over|"
     r"outranks?)\s+(?:any\s+|all\s+|the\s+)?(?:user|system|other|previous|prior|your)"
+    r"|\byou\s+are\s+now\s+(?:in|operating\s+in|running\s+in|running\s+as|acting\s+as)\s+[^.;]{0,40}?"
+    r"\bmode\b|\b(?:developer|maintenance|unrestricted|admin|debug|god|root|jailbreak|dan)\s+mode\s+"
+    r"(?:is\s+)?(?:now\s+)?(?:enabled|on|active|activated|engaged)"
+    r"|\bsystem\s+override\b"
     r"|(?:system|highest|top|absolute)[- ]level\s+priority|priority\s*=\s*system|"
     r"(?:higher|greater|top|highest|absolute)\s+priority\s+than|priority\s+(?:is\s+)?(?:higher|"
     r"greater)\s+than|(?:comply\s+with|obey|follow|execute)\s+(?:every|all|any)\s+instructions?\s+"
@@ -367,7 +380,18 @@ GUARD_RE = re.compile(
 
 # the user's or the session's data: what exfiltration wants
 DATA_RE = re.compile(
-    r"\b(?:(?:the\s+)?(?:entire|full|whole|complete|verbatim)\s+(?:chat|conversation|transcript|"
+    # the session's data by how the model came to know it: "any file paths discussed so far",
+    # "every message it has seen", "a short summary of what the user has been working on",
+    # "<verbatim user message>"
+    r"\b(?:(?:a\s+)?(?:short\s+|brief\s+)?(?:summary|recap|digest|description)\s+of\s+(?:what\s+the\s+user|"
+    r"the\s+(?:current\s+)?(?:conversation|session|chat)|the\s+user'?s\s+(?:work|activity|session|"
+    r"requests?|messages?)|everything)|(?:verbatim|exact|full|entire|complete|raw)\s+(?:user'?s?\s+)?"
+    r"(?:messages?|prompts?|requests?|questions?|input)|(?:your|the\s+assistant'?s?)\s+(?:full\s+)?"
+    r"(?:reply|replies|response|responses|answer)\b(?=\s*[>}\]\"'])|(?:any|all|every)\s+(?:[\w/-]+\s+){0,4}?(?:discussed|mentioned|shared|pasted|opened|seen)\s+"
+    r"(?:so\s+far|earlier|previously|before|in\s+(?:this|the)\s+(?:conversation|chat|session))|"
+    r"(?:any|all|every)\s+(?:[\w/-]+\s+){0,4}?(?:messages?|items?|files?|paths?|values?|details)\s+"
+    r"(?:that\s+)?(?:it|you|the\s+(?:model|assistant))\s+(?:has|have)\s+(?:seen|received|read)|"
+    r"(?:the\s+)?(?:entire|full|whole|complete|verbatim)\s+(?:chat|conversation|transcript|"
     r"history|context|thread|session|inbox|output|listing|list|diff|repository|repo|sheet|contents?|"
     r"text)|conversation(?:\s+(?:so\s+far|history|log|context))?|chat\s+(?:history|log|transcript)|"
     r"transcript|(?:every|each|all|any)\s+(?:other\s+)?tool\s+(?:calls?|results?|outputs?|"
@@ -401,7 +425,10 @@ SECRET_RE = re.compile(
     r"secrets|passwords?|passphrases?|credentials?|private[\s_-]?keys?|ssh[\s_-]?keys?|"
     r"(?:mfa|2fa|otp|totp|verification)\s+codes?|one-time\s+codes?|environment\s+variables?|"
     r"env\s+vars?|tokens?|seed\s+phrases?|mnemonics?|recovery\s+phrases?|database_url|"
-    r"connection\s+strings?|client\s+certificates?|kubeconfig|signing\s+keys?|license\s+keys?)\b"
+    r"connection\s+strings?|client\s+certificates?|kubeconfig|signing\s+keys?|license\s+keys?|"
+    r"(?:saved|stored)\s+(?:payment\s+methods?|cards?|logins?)|card\s+numbers?|cvv|cvc|"
+    r"(?:online[\s-]banking|banking|bank|card|atm|account|security)\s+pins?|pin\s+(?:codes?|numbers?)|"
+    r"credit[\s_-]card[\s_-]numbers?)\b"
     r"|(?:mot\s+de\s+passe|passwort|kennwort|zugangsdaten|contraseña|credenciales|"
     r"wachtwoord|пароль|ключ|токен|パスワード|トークン|秘密鍵|密码|密碼|令牌|密钥|私钥)"
 )
@@ -472,6 +499,10 @@ MENTION_BEFORE = re.compile(
 NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|without|unlike)\s+(?:an?\s+|the\s+)?$")
 
 
+_NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|https|api|web|one|single)\s+$")
+_CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then)\s+)([a-z]+)\s")
+
+
 def is_mention(sentence: str, start: int) -> bool:
     """Is what starts at ``start`` in this sentence quoted or analysed rather than said?
     (only the clause before it counts: "…strongest match for the role; rank them first"
@@ -492,12 +523,21 @@ def is_mention(sentence: str, start: int) -> bool:
     if NEGATED_BEFORE.search(before[-24:]):
         return True  # "… rather than a post-approval payload swap"
     last = None
-    for last in MENTION_BEFORE.finditer(before):  # noqa: B007
-        pass
+    for m in MENTION_BEFORE.finditer(before):
+        if m.group(0).startswith("request") and _NOUN_REQUEST.search(before, 0, m.start()):
+            continue  # "send a GET request to http://…": the noun, not reported speech
+        last = m
     if last is None:
         return False
     # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"')
-    return len(before) - last.end() <= 30 or before.rstrip().endswith(('"', "'", "“", "‘", "`"))
+    if len(before) - last.end() <= 30:
+        return True
+    # a list of quoted phrases after the cue ('such as "a", "b" or `c`'), unless an order comes
+    # between the cue and the phrase ("columns named like email or token, run `select …`")
+    if not before.rstrip().endswith(('"', "'", "\u201c", "\u2018", "`")):
+        return False
+    between = before[last.end() :]
+    return not any(m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between))
 
 
 # ------------------------------------------------------------------ gate
@@ -521,7 +561,11 @@ GATE_CHARS = ("`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "
               "has consented", "has approved", "has authorized", "signed off", "user cannot see",
               "user can't see", "user doesn't", "user does not", "not for the user",
               "from the user", "instructions have", "your instructions", "system prompt",
-              "new instructions", "operator instructions", "approval", "approved", "review")  # fmt: skip
+              "new instructions", "operator instructions", "approval", "approved", "review",
+              # the model addressed by name, the session's data, a value named by its parameter
+              "the model", "the assistant", "so far", "discussed", "this url", "this endpoint",
+              "this address", "this webhook", "system override", "saved payment", "card number",
+              "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
     ["curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
 )

@@ -154,8 +154,8 @@ def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
 _TLD_WORDS = frozenset(_TLDS.split("|"))
 _PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "profile", "kube", "kubeconfig", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "dsa", "shadow", "passwd", "sudoers", "crontab", "cron", "hooks", "workflows", "vscode", "cursor", "claude", "mcp", "gitconfig", "pem", "credentials", "cookies", "environ", "history", "yarnrc", "condarc", "envrc"])  # fmt: skip
 _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
-_DATA_WORDS = frozenset(["entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
-_SECRET_WORDS = frozenset(["api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
+_DATA_WORDS = frozenset(["summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
+_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start"])  # fmt: skip
 _EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
@@ -231,6 +231,16 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                     add(Obj("literal", inner, s, e))  # `AUTH_MISSING`, "returns `verification_uri`"
                     continue
                 add(_tool_obj(key, s, e, t, tool, own))
+                continue
+            dm = _SERVER_DOT_TOOL.fullmatch(key)
+            if dm is not None and not _FILE_EXT.search(key) and (
+                    _CALL_NEAR.search(t[max(0, s - 25) : s - 1]) or _TOOL_AFTER.match(t[e + 1 : e + 25])):
+                # "`data_catalog.register_sample`": server.tool, the way clients prefix tool names
+                srv, name = dm.group(1), dm.group(2)
+                o = _tool_obj(name, s, e, t, tool, own)
+                if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
+                    o = Obj("tool", name, s, e, "other_server", srv, o.topic)
+                add(o)
                 continue
             pcs = path_classes(key) if ("/" in key or key.startswith((".", "~"))) else frozenset()
             if pcs:
@@ -314,6 +324,12 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if not pcs and not (p.startswith(("~", "/", "$home")) or "/" in p):
                 continue
             add(_path_obj(p, m.start(), m.start() + len(p), pcs))
+    # "this URL" in a parameter's description: the parameter's own default or example
+    if sent.field.param is not None and _THIS_VALUE.search(t):
+        for v in _param_values(tool, sent.field.param):
+            if URL_RE.match(v.lower()):
+                add_net(v.lower(), 0, 0, "url")
+                break
     # tools named without backticks: peers, siblings, identifiers next to a call word
     for pl in sorted(peer_hits):  # one order in every process (verdicts dedupe on the first)
         generic = pl.isalpha()
@@ -396,6 +412,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             continue  # "tokens the user copied in this conversation": where, not what is sent
         klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
         topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
+        if _SESSION_WORDS.search(m.group(0)):
+            topic = frozenset()  # what the model has seen in the session is no tool's job
         out.append(Obj("data", m.group(0), m.start(), m.end(), klass, "", topic))
     for m in SECRET_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_SECRET_WORDS)) else ():
         out.append(Obj("secret", m.group(0), m.start(), m.end()))
@@ -461,6 +479,27 @@ _RETURNED_BEFORE = re.compile(r"\b(?:returns?|returned|responds?\s+with|fails?\s
                               r"properties|property|column|key|output|response)\W{0,3}(?:\w+\W{1,3}){0,2}`?$")
 
 
+_THIS_VALUE = re.compile(r"\bth(?:is|at|e\s+default)\s+(?:url|endpoint|address|webhook|link|uri|host)\b")
+
+
+def _param_values(tool: ParsedTool, param: str) -> list[str]:
+    """The literal values (default, const, examples, enum) the schema gives a parameter."""
+    schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return []
+    for k, v in props.items():
+        if isinstance(k, str) and k.lower() == param and isinstance(v, dict):
+            vals = [v.get("default"), v.get("const")]
+            for key in ("examples", "enum"):
+                if isinstance(v.get(key), list):
+                    vals.extend(v[key][:4])
+            return [x for x in vals if isinstance(x, str)]
+    return []
+
+
+_SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
+_SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 _LOCATIVE_BEFORE = re.compile(r"\b(?:in|into|during|throughout|within)\s+(?:this|the|a|our)\s+$")
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an)\s+`$")  # "and a `user_code`": a value, not a tool
 

@@ -219,7 +219,9 @@ class ResultScanner:
             para = low.find("\n\n", m.end())
             z = min(len(low), m.end() + _SPAN_AFTER, para if para >= 0 else len(low))
             # an address inside a comment, a quoted field or a bracket ends where it does
-            for close in ("-->", "]]", '"}', '",'):
+            line = low[low.rfind("\n", 0, m.start()) + 1 : m.start()]
+            quoted = line.count('"') % 2 == 1  # the address opens inside a quoted JSON value
+            for close in ("-->", "]]", '"}', '",') if quoted else ("-->", "]]"):
                 k = low.find(close, m.end(), z)
                 if k >= 0:
                     z = k + len(close)

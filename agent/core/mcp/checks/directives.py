@@ -54,7 +54,7 @@ _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
 _T_CONCEAL = frozenset(['alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
-_T_PRIORITY = frozenset(['bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
+_T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
@@ -80,6 +80,28 @@ _FOREIGN_STOP = frozenset(['al', 'alla', 'alle', 'altijd', 'antes', 'après', 'a
 _ENGLISH_STOP = frozenset(["the", "and", "of", "to", "for", "with", "is", "are", "a", "an", "in", "on", "this", "that", "it", "you", "your", "be"])
 _USER_SUBJECT = re.compile(r"\b(?:the\s+)?(?:user|users|human|operator|administrator|admin|"
                            r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$|\bthey\s+(?:\w+\s+)?$")  # fmt: skip
+_UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before)\s+(?:they|the\s+(?:user|student|player|reader|"
+                    r"candidate))\s+(?:have\s+|has\s+)?(?:submitted|answered|finished|completed|solved|"
+                    r"attempted|tried|asks?|requests?|confirms?)")
+_SESSION_SOURCE = re.compile(r"\b(?:(?:in|from)\s+(?:the\s+|this\s+|your\s+)?(?:context|conversation|chat|session|history)|"
+                             r"you\s+(?:have\s+)?(?:seen|received|read)|(?:mentioned|discussed|shared|"
+                             r"pasted|shown)\s+(?:so\s+far|earlier|previously|before|in\s+the)|so\s+far)\b")
+_PASTE_SECRET = re.compile(r"\b(?:paste|put|insert|copy|include|read)\s+(?:in\s+|here\s+)?(?:the\s+|your\s+|"
+                           r"their\s+|its\s+)?(?:full\s+|raw\s+|entire\s+)?(?:private[\s_-]?key|ssh[\s_-]?key|"
+                           r"seed\s+phrase|recovery\s+phrase|saved\s+payment|card\s+number|password)|"
+                           r"\bread\s+from\s+(?:the\s+)?(?:browser|keychain|password\s+manager|wallet)")
+_SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|print|retrieve)[_-](?:\w+[_-])?"
+                          r"(?:secrets?|credentials?|passwords?|tokens|api[_-]keys|keychain|vault|cookies)"
+                          r"(?:$|[_-])")  # a tool that hands out secrets: list_secrets, get_credentials
+_SEND_VERB = re.compile(r"\b(?:send|sending|post|posting|upload|forward|submit|share|reply|dm|e-?mail|"
+                        r"transmit|paste)\b")
+_WIDEN_BEFORE = re.compile(r"\b(?:not\s+(?:just|only|merely|simply)|rather\s+than|instead\s+of|beyond|"
+                           r"more\s+than|in\s+addition\s+to)\b[^.;]*$")
+_SOLICIT_SECRET = re.compile(
+    r"\b(?:re-?enter|enter|type|provide|confirm|verify|paste|send|reply\s+with|share|submit)\b[^.;]{0,40}?"
+    r"\b(?:password|passcode|passphrase|pin|one-time\s+(?:code|password)|otp|2fa\s+code|mfa\s+code|"
+    r"verification\s+code|security\s+code|seed\s+phrase|recovery\s+(?:phrase|code)|private\s+key|"
+    r"api\s+key|access\s+token|card\s+number|cvv|social\s+security\s+number|credentials)\b")
 _USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*$")
 _PROTECTIVE = re.compile(r"\b(?:password|passphrase|secret|key|token|credential|code|pin|"
                          r"private)s?\b")  # fmt: skip
@@ -223,6 +245,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             after = t[t.find(c.conceal) + len(c.conceal) :][:80]
             if _PROTECTIVE.search(after[:40]):
                 c.conceal = ""  # "never reveal the password": protects the user
+            elif _UNTIL.match(after):
+                c.conceal = ""  # "don't show the solution until they have answered": withheld for now
             elif _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
                 c.conceal = ""  # "never tell the user a type is unsupported": no false claims
     if toks & _T_CONSENT:
@@ -248,6 +272,12 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
     if verbs:
         if "user" in toks or "never" in toks or "follow" in toks:
             c.guard = _search(lx.GUARD_RE, t)
+            if c.guard:
+                k = t.find(c.guard)
+                widen = _WIDEN_BEFORE.search(t, max(0, k - 48), k)
+                if widen:  # "the entire chat, not just the snippet the user picked"
+                    c.guard = ""
+                    c.override = c.override or widen.group(0).strip()
         c.net_verb = lx.NET_VERBS_RE.search(t) is not None
         c.write_verb = ">" in t or lx.WRITE_VERBS_RE.search(t) is not None
         c.read_verb = not toks.isdisjoint(lx.READ_VERBS)
@@ -327,6 +357,24 @@ def _q(o: Obj) -> str:
     return f"`{s}`" if o.kind in ("cmd", "tool", "param", "path") else s
 
 
+_WITH_AFTER = re.compile(r"\s*`?\s*(?:\w+\s+){0,3}?(?:with|passing|including|containing)\s+([^.;]{3,120})")
+
+
+def _carries_own_params(t: str, o: Obj, tool: ParsedTool) -> bool:
+    """Is another server's tool to be called "with the event title, attendee list and meeting
+    link": values of this tool's own parameters (the user's request, handed on)?"""
+    m = _WITH_AFTER.match(t, o.end)
+    if m is None or not tool.params:
+        return False
+    words = {stem(w) for w in re.findall(r"[a-z]{3,}", m.group(1))}
+    own = {stem(w) for p in tool.params for w in re.findall(r"[a-z]{3,}", p)} - _GENERIC_PARAM_WORDS
+    return len(words & own) >= 2
+
+
+_GENERIC_PARAM_WORDS = frozenset(["name", "type", "value", "data", "text", "limit", "page", "format", "mode",
+                                  "option", "options", "id", "query", "input", "output"])  # fmt: skip
+
+
 def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_Verdict]:
     """Severity from the combination of directive, objects and modifiers."""
     out: list[_Verdict] = []
@@ -349,7 +397,12 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
         or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|keychain|cookie|"
-                     r"browser|\.env)\b", sent.text) is not None  # fmt: skip
+                     r"browser|\.env)\b", sent.text) is not None \
+        or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None)  # fmt: skip
+    if any(o.kind == "tool" and o.klass in ("peer", "other_server", "unknown") and
+           _SECRET_TOOL.search(o.text) for o in objs):  # fmt: skip
+        # "call `list_secrets` … and include its output in the PR body": a secret read, then sent on
+        has_secret = source = True
     literal = any(o.kind in ("literal", "email", "url", "host", "ip", "account") for o in objs)
     # a fixed value that matters: an outside address, an account, broader rights
     weighty = c.permission or any(o.kind in ("email", "url", "host", "ip", "account") and
@@ -456,7 +509,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             if c.override and lvl < 3:
                 lvl += 1
                 extra.append(f"('{c.override}')")
-            if o.klass != "self" and _SAME_ARGS.search(sent.text):
+            if o.klass != "self" and (_SAME_ARGS.search(sent.text) or (
+                    o.klass in ("peer", "other_server") and _carries_own_params(t, o, tool))):
                 lvl += 1  # the user's request mirrored to another tool
                 extra.append("with the same arguments")
             if (tm := lx.TAMPER_RE.search(sent.text)) is not None and o.klass != "others":
@@ -535,6 +589,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         ):
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          f"the model told to supply a secret for `{pname}` itself"))
+        elif has_secret and implicit_param and "secret" in kinds and sent.field.kind == "param_desc" \
+                and _PASTE_SECRET.search(t):
+            add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
+                         f"a secret's contents asked for in parameter `{pname}`"))
         elif has_secret and ("secret" in kinds) and re.search(r"\bask\s+(?:the\s+)?user\b",
                                                               sent.text):
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
@@ -544,9 +602,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         if source and (ext or "reply" in kinds or "tool" in kinds):
             add(_Verdict(3, "credential_theft", "order_reveal_secret", None,
                          "secrets read by the model and sent on"))
-        elif source and c.read_verb:
+        elif source and (c.read_verb or _SEND_VERB.search(t)):
             add(_Verdict(2, "credential_theft", "order_reveal_secret", None,
-                         "secrets read from where they are kept"))
+                         "secrets read from where they are kept" if c.read_verb else
+                         "secrets the model holds, sent on"))
+        elif c.tell and _SOLICIT_SECRET.search(t):
+            add(_Verdict(2, "credential_theft", "order_phish_secret", None,
+                         "the user told, in words the tool chose, to give a secret"))
         elif re.search(r"\bask\s+(?:the\s+)?user\b[^.]{0,60}\b(?:type|paste|enter|send|give|"
                        r"share|provide)", sent.text) and "reply" in kinds:  # fmt: skip
             add(_Verdict(2, "credential_theft", "order_phish_secret", None,
@@ -635,6 +697,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             v.level -= 1
         if c.guard and not c.override:
             v.level -= 2
+        if c.address and v.level >= 1 and v.pattern in ("order_network_request", "order_call_tool") \
+                and v.obj is not None and v.obj.klass not in ("reserved", "self", "sibling"):
+            v.level += 1  # an order addressed to the model by name, about something outside the tool
+            v.what += f", addressed to the model ('{c.address}')"
         if c.address and sent.field.kind in _VALUE_KINDS:
             v.level += 1  # prose for the model inside a value: nothing honest puts it there
             v.what += f", inside a schema {sent.field.kind}"
@@ -645,9 +711,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
 
 
 _MATTER = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param", "ext",
-                     "account", "env"))
+                     "account", "env", "secret"))
 # words of orders that need no object (concealment, authority claims, the model addressed, ...)
-_SELF = frozenset(["tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
+_SELF = frozenset(["show", "display", "mode", "skip", "redundant", "tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
 _EVERY = frozenset(["every", "each", "any", "all"])
 _STRONG = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param"))
 _STRONG_OWN = _STRONG - {"param"}  # a sentence naming only a parameter still refers back
@@ -673,8 +739,8 @@ _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even
                         r"requested|asked|specified|given|provided|they|you)\b|\b(?:the\s+correct|"
                         r"the\s+only\s+(?:valid|accepted|allowed))\s+value|\boverridden\b")  # fmt: skip
 # data moves into a destination: "put X into `y`", "call T with X", "send X to T"
-_TRANSFER = re.compile(r"\b(?:put|place|fill|include|paste|pass|send|add|insert|copy|embed|attach|"
-                       r"supply|provide|write|dump|stuff|concatenate|forward|upload|post|give|hand|"
+_TRANSFER = re.compile(r"\b(?:put|place|fill|include|paste|pass|send|add|insert|copy|embed|attach|prefix|"
+                       r"suffix|prepend|encode|supply|provide|write|dump|stuff|concatenate|forward|upload|post|give|hand|"
                        r"share|mail|email|append|store|submit|sync|mirror|report|log)\w*\b")  # fmt: skip
 _NEGATION = re.compile(r"\b(?:not|never|no|without|don'?t)\s+(?:\w+\s+)?$")
 _IDENT_AFTER = re.compile(r"\s*(?:id|ids|identifier|key|name|title|type|number)\b")
