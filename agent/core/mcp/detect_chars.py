@@ -45,6 +45,8 @@ _ANSI_LITERAL = re.compile(r"(?:\\x1b|\\u001b|\\033|\\e|\\x9b)\[[0-9;?]*[a-z]", 
 
 
 def _is_emoji(ch: str) -> bool:
+    if len(ch) != 1:
+        return False  # no neighbour (a joiner at either end of the text)
     o = ord(ch)
     return (
         0x1F000 <= o <= 0x1FAFF

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_STRINGS",
     "Detector",
     "clear_caches",
+    "inspection_failed",
     "max_severity",
     "reaches",
     "results_from_findings",
@@ -65,6 +66,16 @@ def clear_caches() -> None:
     for fn in (detect_parse.stem, detect_score._stem, detect_shell.classify,
                detect_text._plain_lower, detect_text._fold_char):  # fmt: skip
         fn.cache_clear()
+
+
+def inspection_failed(field: str, err: BaseException) -> DetectionResult:
+    """What a definition or result that made the detector fail is: not vouched for. A
+    crafted input that crashes the analysis must not pass as clean (fail closed: the
+    policy's threshold and action apply as to any critical finding)."""
+    return DetectionResult(pattern="inspection_failed", category="model_directives", severity="critical",
+                           matches=[], field=field,
+                           why=f"the detector failed on this input ({type(err).__name__}); "
+                               "it is treated as poisoned, not as clean")  # fmt: skip
 
 
 def max_severity(results: Iterable[DetectionResult]) -> str | None:
@@ -132,10 +143,13 @@ class Detector:
         ``server``: this server's id (never taken from the definition itself)."""
         if not isinstance(tool, dict):
             return []
-        parsed = parse_tool(tool, peers, siblings, server)
-        if not parsed.fields:
-            return []
-        return results_from_findings(self.findings(parsed))
+        try:
+            parsed = parse_tool(tool, peers, siblings, server)
+            if not parsed.fields:
+                return []
+            return results_from_findings(self.findings(parsed))
+        except Exception as e:  # never raises on hostile input, never passes it as clean
+            return [inspection_failed("definition", e)]
 
     def findings(self, parsed: ParsedTool) -> list[Finding]:
         out: list[Finding] = []
@@ -162,7 +176,10 @@ class Detector:
             from agentsh.agent.core.mcp.detect_results import ResultScanner
 
             self._results = ResultScanner(self)
-        return self._results.scan(text, tool_name=tool_name, max_bytes=max_bytes)
+        try:
+            return self._results.scan(text, tool_name=tool_name, max_bytes=max_bytes)
+        except Exception as e:  # never raises on hostile input, never passes it as clean
+            return [inspection_failed("result", e)]
 
     # ------------------------------------------------------------ internals
 

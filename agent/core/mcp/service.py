@@ -122,9 +122,11 @@ class _Inspector:
                 try:
                     hit = [_as_result(r) for r in self.detector.inspect(
                         tool, peers=peers, siblings=siblings, server=server)]
-                except Exception:
-                    log.exception("detector failed on tool %r; treating it as clean", tool.get("name"))
-                    hit = []
+                except Exception as e:  # fail closed: a definition that breaks the analysis is not clean
+                    log.exception("detector failed on tool %r; treating it as poisoned", tool.get("name"))
+                    from agentsh.agent.core.mcp.detector import inspection_failed
+
+                    hit = [inspection_failed("definition", e)]
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[key] = hit
