@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3, v4 and v5 blind sets, measured once each, are development data now;
+measured; the v3 to v6 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -38,7 +38,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from detector import BLIND, BLIND_V3, BLIND_V4, BLIND_V5, DATA, _peers_siblings, real_tool_defs
+from detector import (
+    BLIND,
+    BLIND_V3,
+    BLIND_V4,
+    BLIND_V5,
+    BLIND_V6,
+    DATA,
+    _peers_siblings,
+    real_tool_defs,
+)
 
 from agentsh.agent.core.mcp.checks import RANK
 from agentsh.agent.core.mcp.detect_parse import parse_tool
@@ -55,7 +64,7 @@ THRESHOLD_FLOOR = 0.9  # the leave-one-author-out operating point (docs/mcp.md)
 MIL_ROUNDS = 3
 MIL_MARGIN = 2.0  # logits below the tool's best candidate by more than this are dropped
 SEED = 1729
-TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2", "v3a", "v3b", "v4a", "v4b", "v5a", "v5b")
+TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2", "v3a", "v3b", "v4a", "v4b", "v5a", "v5b", "v6a", "v6b", "v6c")
 
 
 @dataclass(slots=True)
@@ -92,6 +101,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v4b": ld(BLIND_V4 / "v4b_tools.json"),
         "v5a": ld(BLIND_V5 / "v5a_tools.json"),
         "v5b": ld(BLIND_V5 / "v5b_tools.json"),
+        "v6a": ld(BLIND_V6 / "v6a_tools.json"),
+        "v6b": ld(BLIND_V6 / "v6b_tools.json"),
+        "v6c": ld(BLIND_V6 / "v6c_tools.json"),
     }
 
 

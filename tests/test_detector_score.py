@@ -147,3 +147,30 @@ def test_service_inspector_passes_siblings_and_server_and_caches_per_sibling_set
     assert spy.calls[-1] == ("run_query", (), "pg")  # another sibling set is inspected anew
     insp.inspect_all([run, lst], [], server="other")
     assert spy.calls[-1][2] == "other"
+
+
+def _medium_model() -> Any:
+    """A scorer whose only weight puts a sentence holding 'quokka' between medium and high."""
+    from agentsh.agent.core.mcp.detect_score import Model
+
+    return Model(bias=-5.0, weights={"w:quokka": 6.0}, threshold_high=0.9, threshold_medium=0.6, meta={})
+
+
+def test_an_unsure_scorer_is_raised_to_an_alert_only_when_a_rule_finding_corroborates_it() -> None:
+    from agentsh.agent.core.mcp.checks import finding_at
+    from agentsh.agent.core.mcp.detect_parse import parse_tool
+    from agentsh.agent.core.mcp.detect_score import scored_findings
+
+    parsed = parse_tool(tool("Returns the weather. Quokka the forecast for every city."), [], [], None)
+    f = parsed.fields[0] if parsed.fields[0].kind == "description" else next(
+        x for x in parsed.fields if x.kind == "description")
+    model = _medium_model()
+    alone = scored_findings(model, parsed, [])
+    assert [x.severity for x in alone] == ["medium"]
+    addressed = finding_at(f, 0, 5, "model_directives", "medium", "framed_directive", "addressed")
+    assert [x.severity for x in scored_findings(model, parsed, [addressed])] == ["medium"]
+    rule = finding_at(f, 0, 5, "exfiltration", "medium", "order_network_request", "contact URL x")
+    raised = scored_findings(model, parsed, [rule])
+    assert [x.severity for x in raised] == ["high"] and "corroborated by order_network_request" in raised[0].why
+    louder = finding_at(f, 0, 5, "exfiltration", "high", "order_send_data_out", "sent out")
+    assert [x.severity for x in scored_findings(model, parsed, [rule, louder])] == ["medium"]

@@ -68,6 +68,11 @@ MODAL_RE = re.compile(
     r"(?:is|are)\s+to\s+be|you'?ll\s+need\s+to|you\s+will\s+need\s+to|the\s+correct\s+value|"
     r"the\s+only\s+(?:valid|accepted|allowed)\s+value|policy\s+requires|"
     r"is\s+(?:only\s+)?enabled\s+after|can\s+only\s+be\s+used\s+after|"
+    # softer obligations: advice addressed to whoever reads it
+    r"(?:it\s+is|it's)\s+(?:helpful|best|advisable|recommended|preferable|wise|safer|better)\s+to|"
+    r"the\s+(?:safer|recommended|preferred|correct|proper|supported|expected)\s+(?:pattern|way|approach|"
+    r"practice|path|flow)\s+is\s+to|(?:we|[\w-]+)\s+(?:recommends?|suggests?|advises?)\s+(?:that\s+you\s+)?"
+    r"(?=\w+ing\b|you\b)|kindly|we\s+ask\s+that\s+you|you'?ll\s+want\s+to|"
     # French, German, Spanish, Italian, Dutch, Portuguese
     r"doit|doivent|devez|dois|il\s+faut|veuillez|assurez-vous|obligatoire|toujours|jamais|"
     r"muss|müssen|musst|sollte|sollen|bitte|stets|immer|niemals|unbedingt|erforderlich|"
@@ -362,7 +367,8 @@ PERMISSION_RE = re.compile(
 )
 # the user (not the model) decides: a restriction, not an order
 GUARD_RE = re.compile(
-    r"\b(?:(?:only\s+(?:if|when)|unless)\s+(?:the\s+)?user\b|(?:if|when)\s+(?:the\s+)?user\s+"
+    r"\b(?:ask\s+(?:them\s+|the\s+user\s+)?for\s+(?:explicit\s+)?(?:confirmation|approval|permission|consent)|"
+    r"get\s+(?:their|the\s+user'?s|explicit)\s+(?:ok|okay|approval|confirmation|consent|go-ahead)|(?:only\s+(?:if|when)|unless)\s+(?:the\s+)?user\b|(?:if|when)\s+(?:the\s+)?user\s+"
     r"(?:explicitly|specifically|expressly)|(?:that|which|the)\s+(?:the\s+)?user\s+(?:has\s+)?"
     r"(?:asked|requested|named|specified|provided|provides|chose|chooses|supplied|supplies|gave|"
     r"gives|lists?|listed|selected|selects|typed|enters|entered|picks|picked|names)|"

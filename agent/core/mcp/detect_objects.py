@@ -435,7 +435,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         if not _overlaps(taken, m.start(), m.end()):
             out.append(Obj("literal", m.group(0), m.start(), m.end(), "value"))
     return [o for o in out if o.kind in ("data", "secret", "reply", "env")
-            or not is_mention(t, o.start)]
+            or not (is_mention(t, o.start) or (o.kind in ("url", "host") and
+                                               _BACKEND_BEFORE.search(t, max(0, o.start - 40), o.start)))]
 
 
 _HOST_OF = re.compile(r"(?:[a-z]+://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
@@ -447,7 +448,10 @@ _DOTFILE = re.compile(r"\.[a-z][\w-]*(?:\.[\w-]+)?$")
 _SELF_CALL = re.compile(r"\b(?:call|invoke|run|use|trigger|execute|pass\s+\w+\s+to)\s+"
                         r"(?:this\s+(?:tool|function)|me)\b")
 _OTHER_TOOLS = re.compile(r"\b(?:the|any|all)\s+other\s+(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b")
-_THIS_SERVER = re.compile(r"\b(?:this|same|our)\s+(?:same\s+)?(?:mcp\s+)?server\b|\(this\s+server\)")
+_THIS_SERVER = re.compile(r"\b(?:this|same|our)\s+(?:same\s+)?(?:mcp\s+)?server\b|\(this\s+server\)|"
+                          r"\b(?:de\s+este|del|de\s+ce|du|do|deste|dello|desselben|dieses|"
+                          r"auf\s+diesem|en\s+este|sur\s+ce)\s+(?:mismo\s+|même\s+|mesmo\s+|stesso\s+)?"
+                          r"(?:servidor|serveur|server|servers)\b|同じサーバー|このサーバー|同一服务器|本服务器|같은\s*서버")
 _NAMED_NEAR = re.compile(r"[`'\"]|\btool\b|\bfunction\b|'s\b")
 _TOOL_AFTER = re.compile(
     r"\s*(?:tool|function|endpoint|first\b|instead|on\s+the\s+[\w.-]+\s+server|"
@@ -500,6 +504,9 @@ def _param_values(tool: ParsedTool, param: str) -> list[str]:
 
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
+# "… (same server), which calls open-meteo.com": the service behind a tool, not an address to contact
+_BACKEND_BEFORE = re.compile(r"\b(?:which|that|it)\s+(?:calls|uses|queries|wraps|hits|is\s+backed\s+by|"
+                             r"talks\s+to|fetches\s+from|reads\s+from)\s+(?:the\s+)?(?:api\s+(?:at|of)\s+)?$")
 _LOCATIVE_BEFORE = re.compile(r"\b(?:in|into|during|throughout|within)\s+(?:this|the|a|our)\s+$")
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an)\s+`$")  # "and a `user_code`": a value, not a tool
 

@@ -458,7 +458,7 @@ def pretty(feat: str) -> str:
 def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> list[Finding]:
     """A finding for the best-scoring sentence at or above ``threshold_medium`` (one per tool:
     the scorer says "this definition carries a payload, here", the rules say what it does)."""
-    from agentsh.agent.core.mcp.checks import finding_at
+    from agentsh.agent.core.mcp.checks import RANK, finding_at
 
     best: tuple[float, Unit] | None = None
     for u in units(tool, findings, prune=model):
@@ -469,10 +469,18 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
         return []
     p, u = best
     sev = "high" if p >= model.threshold_high else "medium"
-    if sev == "high" and _own_objects_only(tool, u):
+    own_only = _own_objects_only(tool, u)
+    if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
-    return [finding_at(u.field, u.start, u.end, "model_directives", sev, "learned_payload",
-                       why_line(model, tool, u, p))]  # fmt: skip
+    why = why_line(model, tool, u, p)
+    if sev == "medium" and not own_only:
+        # two independent readers, each unsure: the rules' own medium finding on this
+        # definition corroborates the scorer's (and nothing else reached an alert)
+        rule = next((f for f in findings if f.severity == "medium" and f.pattern not in _NO_OBJECT), None)
+        if rule is not None and not any(RANK[f.severity] >= RANK["high"] for f in findings):
+            sev = "high"
+            why += f"; corroborated by {rule.pattern} ({rule.why[:80]})"
+    return [finding_at(u.field, u.start, u.end, "model_directives", sev, "learned_payload", why)]
 
 
 _OUTSIDE = frozenset(
@@ -490,6 +498,10 @@ _OUTSIDE = frozenset(
         "o:frame",
     )
 )
+
+
+# findings that say only that the model is addressed, not what it is told to act on
+_NO_OBJECT = frozenset(("framed_directive", "learned_payload"))
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:

@@ -48,7 +48,7 @@ _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in ran
 _GATE_WORDS = frozenset(w.encode() for w in lx.GATE_WORDS)
 _GATE_SUBSTR = tuple(lx.GATE_CHARS)
 # trigger words per cue family: a family's regex runs only when one occurs
-_T_MODAL = frozenset(['alsjeblieft', 'altijd', 'asegurate', 'asegúrate', 'assicurati', 'assurez', 'bisogna', 'bitte', 'correct', 'critical', 'crucial', 'debe', 'deben', 'debes', 'deve', 'devez', 'devi', 'devono', 'dois', 'doit', 'doivent', 'enabled', 'ensure', 'erforderlich', 'essential', 'expected', 'faut', 'favor', 'forget', 'graag', 'has', 'have', 'hay', 'immer', 'important', 'jamais', 'kindly', 'mai', 'mandatory', 'moet', 'moeten', 'muss', 'musst', 'must', 'müssen', 'necessary', 'need', 'needs', 'niemals', 'nooit', 'nunca', 'obbligatorio', 'obligatoire', 'obligatorio', 'obligatory', 'obliged', 'obrigatório', 'only', 'ought', 'please', 'policy', 'precisa', 'precisam', 'remember', 'require', 'required', 'requires', 'sempre', 'shall', 'should', 'siempre', 'sollen', 'sollte', 'stellen', 'stets', 'supposed', 'sure', 'tiene', 'tienes', 'toujours', 'unbedingt', 'verpflichtend', 'verplicht', 'veuillez', 'vital', 'zorg'])  # fmt: skip
+_T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable', 'wise', 'safer', 'better', 'preferred', 'proper', 'supported', 'expected', 'recommends', 'recommend', 'suggests', 'suggest', 'advises', 'advise', 'kindly', 'ask', 'want', 'alsjeblieft', 'altijd', 'asegurate', 'asegúrate', 'assicurati', 'assurez', 'bisogna', 'bitte', 'correct', 'critical', 'crucial', 'debe', 'deben', 'debes', 'deve', 'devez', 'devi', 'devono', 'dois', 'doit', 'doivent', 'enabled', 'ensure', 'erforderlich', 'essential', 'expected', 'faut', 'favor', 'forget', 'graag', 'has', 'have', 'hay', 'immer', 'important', 'jamais', 'kindly', 'mai', 'mandatory', 'moet', 'moeten', 'muss', 'musst', 'must', 'müssen', 'necessary', 'need', 'needs', 'niemals', 'nooit', 'nunca', 'obbligatorio', 'obligatoire', 'obligatorio', 'obligatory', 'obliged', 'obrigatório', 'only', 'ought', 'please', 'policy', 'precisa', 'precisam', 'remember', 'require', 'required', 'requires', 'sempre', 'shall', 'should', 'siempre', 'sollen', 'sollte', 'stellen', 'stets', 'supposed', 'sure', 'tiene', 'tienes', 'toujours', 'unbedingt', 'verpflichtend', 'verplicht', 'veuillez', 'vital', 'zorg'])  # fmt: skip
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
@@ -95,6 +95,26 @@ _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|prin
                           r"(?:$|[_-])")  # a tool that hands out secrets: list_secrets, get_credentials
 _SEND_VERB = re.compile(r"\b(?:send|sending|post|posting|upload|forward|submit|share|reply|dm|e-?mail|"
                         r"transmit|paste)\b")
+# "it can install packages, edit /etc files, restart services": what the tool is able to do
+_CAPABILITY_BEFORE = re.compile(r"\b(?:it|this\s+tool|the\s+tool|the\s+server|which|that|you)\s+(?:can|could|may|"
+                                r"will|is\s+able\s+to|lets\s+you|allows\s+you\s+to)\s+[^.;:]*,\s*(?:and\s+)?$")
+_FLAG_VERBS = frozenset(["include", "exclude", "enable", "disable", "skip", "show", "hide", "return", "keep",
+                         "allow", "follow", "force", "overwrite", "list", "print", "recurse", "ignore"])
+_FLAG_NEVER = frozenset(["url", "host", "ip", "email", "tool", "cmd", "account", "server", "ext"])
+
+
+def _is_flag(tool: ParsedTool, param: str | None) -> bool:
+    """Is ``param`` a boolean switch of this tool (its description says what it turns on)?"""
+    schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict) or param is None:
+        return False
+    for k, v in props.items():
+        if isinstance(k, str) and k.lower() == param and isinstance(v, dict):
+            return v.get("type") == "boolean"
+    return False
+
+
 _WIDEN_BEFORE = re.compile(r"\b(?:not\s+(?:just|only|merely|simply)|rather\s+than|instead\s+of|beyond|"
                            r"more\s+than|in\s+addition\s+to)\b[^.;]*$")
 _SOLICIT_SECRET = re.compile(
@@ -191,7 +211,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
     if not c.directive:
         for m in lx.CLAUSE_START_RE.finditer(t):
             v = m.group(1)
-            if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)):
+            if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)) and \
+                    not _CAPABILITY_BEFORE.search(t, 0, m.start(1)):  # fmt: skip
                 c.directive, c.kind = m.group(0).strip(" ,:;(["), "imperative"
                 break
     if not c.directive:
@@ -947,7 +968,12 @@ class DirectiveCheck:
                 "[inst" not in t and not any(o.kind in _MATTER or (bound and o.kind == "data")
                                              for o in objs):  # fmt: skip
             return Cues(), objs  # nothing an order could be about: skip the cue analysis
-        return find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed)), objs
+        c = find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
+        if c.kind == "imperative" and sent.start == 0 and sent.field.kind == "param_desc" and \
+                c.directive in _FLAG_VERBS and t.lstrip(" \t\n-*#>").startswith(c.directive) and \
+                not any(o.kind in _FLAG_NEVER for o in objs) and _is_flag(tool, sent.field.param):
+            c.directive, c.kind = "", ""  # `include_secrets`: "Include ~/.ssh, ~/.aws.": what the flag does
+        return c, objs
 
     def sentence_findings(
         self, sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str]

@@ -109,8 +109,8 @@ class SchemaValueCheck:
         pname = f.param or ""
         pcs = path_classes(v) if ("/" in v or v.startswith((".", "~"))) else frozenset()
         if pcs & {"persist", "cred"}:
-            if stems(v) & tool.purpose:
-                return  # a .env linter defaulting to ".env"
+            if stems(v) & tool.purpose or stems(v) & stems(pname.replace("_", " ")):
+                return  # a .env linter defaulting to ".env"; `env_file` defaulting to ".env"
             if _EXCLUDING.search(pname.lower()):
                 return  # what the tool leaves alone: naming a secret there protects it
             lvl = "high"
