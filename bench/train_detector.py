@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v6 blind sets, measured once each, are development data now;
+measured; the v3 to v7 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -44,6 +44,7 @@ from detector import (
     BLIND_V4,
     BLIND_V5,
     BLIND_V6,
+    BLIND_V7,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -64,7 +65,24 @@ THRESHOLD_FLOOR = 0.9  # the leave-one-author-out operating point (docs/mcp.md)
 MIL_ROUNDS = 3
 MIL_MARGIN = 2.0  # logits below the tool's best candidate by more than this are dropped
 SEED = 1729
-TRAIN_SETS = ("dev_tools", "test_tools", "heldout", "v2", "v3a", "v3b", "v4a", "v4b", "v5a", "v5b", "v6a", "v6b", "v6c")
+TRAIN_SETS = (
+    "dev_tools",
+    "test_tools",
+    "heldout",
+    "v2",
+    "v3a",
+    "v3b",
+    "v4a",
+    "v4b",
+    "v5a",
+    "v5b",
+    "v6a",
+    "v6b",
+    "v6c",
+    "v7a",
+    "v7b",
+    "v7c",
+)
 
 
 @dataclass(slots=True)
@@ -104,6 +122,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v6a": ld(BLIND_V6 / "v6a_tools.json"),
         "v6b": ld(BLIND_V6 / "v6b_tools.json"),
         "v6c": ld(BLIND_V6 / "v6c_tools.json"),
+        "v7a": ld(BLIND_V7 / "v7a_tools.json"),
+        "v7b": ld(BLIND_V7 / "v7b_tools.json"),
+        "v7c": ld(BLIND_V7 / "v7c_tools.json"),
     }
 
 
@@ -384,8 +405,13 @@ def main(argv: list[str] | None = None) -> int:
         "--epochs", type=int, default=EPOCHS, help="with --estimate: a quicker, rougher run"
     )
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
-    ap.add_argument("--exclude", action="append", default=[], choices=TRAIN_SETS,
-                    help="leave this set out of training (to measure the combined detector on it)")
+    ap.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        choices=TRAIN_SETS,
+        help="leave this set out of training (to measure the combined detector on it)",
+    )
     args = ap.parse_args(argv)
     samples = build_samples(args.exclude)
     npos = len({s.group for s in samples if s.candidate})

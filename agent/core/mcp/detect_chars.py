@@ -248,6 +248,16 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
                 balanced_rtl = _balanced_rtl_controls(text)
             if i in balanced_rtl:
                 yield CharHit("bidi_isolate", "invisible_unicode", "low", i, i + 1, f"U+{o:04X}")
+            elif ch == "\u202e":
+                # a right-to-left override shows Latin text backwards: ".resu eht llet ton od"
+                # reads as "do not tell the user." on screen, and the model may read it either way
+                end = min((k for k in (text.find("\u202c", i + 1), text.find("\u2069", i + 1),
+                                       text.find("\n", i + 1)) if k > i), default=n)
+                inner = text[i + 1 : end]
+                latin = sum(1 for c in inner if c.isascii() and c.isalpha())
+                shown = inner[::-1] if latin >= 8 else None
+                yield CharHit("bidi_control", "invisible_unicode", "high", i, i + 1,
+                              f"U+{o:04X}" + (f" (shows: {shown[:80]})" if shown else ""), shown)
             else:
                 yield CharHit("bidi_control", "invisible_unicode", "high", i, i + 1, f"U+{o:04X}")
         elif ch in _BIDI_MARK:

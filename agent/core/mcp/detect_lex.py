@@ -139,6 +139,10 @@ ADDRESS_RE = re.compile(
     r"(?:ai|llm|agents?|assistants?)\b|\b(?:ai|llm)[\s_.-]+(?:[\w]+[\s_-]+)?(?:agents?|assistants?|"
     r"reviewers?|screeners?|readers?|crawlers?)\b"
     r"|\bas\s+an?\s+(?:ai|assistant|language\s+model)\b|@(?:copilot|claude|assistant|ai)\b"
+    # the model as the subject of what "happens": "the assistant writes … into ~/.duckdbrc"
+    r"|\bthe\s+(?:assistant|agent|model|ai|llm)\s+(?:then\s+|also\s+|always\s+|first\s+)?(?:writes|sends|"
+    r"runs|calls|reads|posts|uploads|includes|adds|appends|executes|fetches|creates|shares|forwards|"
+    r"copies|stores|sets|passes|prints|pastes|attaches)\b"
     r"|(?:l'ia|l'assistant|l'agent|der\s+assistent|die\s+ki|ki-assistent|el\s+asistente|"
     r"la\s+ia|l'assistente|de\s+assistent|ассистент|модель|ии|ai-ассистент|агент|"
     r"アシスタント|エージェント|ai\s*へ|助手|智能体|模型|人工智能)",
@@ -171,6 +175,7 @@ CONCEAL_RE = re.compile(
     r"be\s+(?:mentioned|told|reported|shown|explained|notified|informed|flagged))\b"
     r"|\b(?:need\s+not|needn'?t|does\s+not\s+need\s+to|doesn'?t\s+need\s+to|should\s+not|must\s+not)"
     r"\s+be\s+(?:mentioned|told|reported|shown|explained|surfaced|flagged|disclosed|repeated)"
+    r"|\b(?:mention|report|say|tell\s+(?:the\s+user|them))\s+only\s+that\b"
     r"|\b(?:silently|quietly|secretly|covertly|discreetly|invisibly|behind\s+the\s+scenes|"
     r"without\s+(?:comment|notice|telling|mentioning|informing|notifying|a\s+word)|"
     r"keep\s+(?:this|these|it|the)\s+(?:[\w-]+\s+){0,2}?(?:confidential|secret|private|hidden|"
@@ -204,7 +209,8 @@ CONSENT_RE = re.compile(
     r"\b(?:(?:do\s+not|don'?t|never|no\s+need\s+to|without|need\s+not)\s+(?:\w+\s+){0,2}?"
     r"(?:ask(?:ing)?|wait(?:ing)?\s+for|check(?:ing)?\s+with|confirm(?:ing)?\s+with|prompt(?:ing)?)"
     # not "do not ask the user to select a version": asking for input is not asking for consent
-    r"(?!(?:\s+(?:the\s+)?(?:user|them|him|her))?\s+(?:to\s+(?!confirm|approve|allow|authori[sz]e)\w+|"
+    r"(?!(?:\s+(?:the\s+)?(?:user|them|him|her|employee|customer|patient|client|caller|member|student|"
+    r"person|people|requester|applicant)s?)?\s+(?:to\s+(?!confirm|approve|allow|authori[sz]e)\w+|"
     r"which|what|whether|for\s+(?!confirmation|approval|permission|consent)\w+))"
     r"(?:\s+(?:the\s+)?(?:user|reporter|owner|maintainers?|anyone|them|him|her))?"
     r"(?:\s+(?:for\s+)?(?:confirmation|approval|permission|consent))?"
@@ -543,6 +549,8 @@ def is_mention(sentence: str, start: int) -> bool:
     if not before.rstrip().endswith(('"', "'", "\u201c", "\u2018", "`")):
         return False
     between = before[last.end() :]
+    if between.count("'") % 2 == 1 or between.count('"') % 2 == 1:
+        return True  # inside a quotation that began after the cue ("text like 'ERROR: run `x`'")
     return not any(m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between))
 
 

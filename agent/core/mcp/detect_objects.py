@@ -102,6 +102,8 @@ _PLACEHOLDER = re.compile(r"<[^>\s]{0,40}>|\{[^}]{0,40}\}|\$\{?\w+|=\s*$|=(?:dat
 
 # purpose words that make a kind of object part of the tool's job
 SHELL_PURPOSE = frozenset(map(stem, ["shell", "command", "terminal", "exec", "execute", "bash", "zsh", "console", "cmd", "powershell"]))  # fmt: skip
+# tools whose job is credentials and dotfiles: a secrets scanner reads ~/.ssh, a dotfile backup ~/.npmrc
+CRED_PURPOSE = frozenset(map(stem, ["secret", "secrets", "credential", "credentials", "ssh", "dotfile", "dotfiles", "keychain", "vault", "password", "passwords", "netrc", "npmrc", "gpg", "login", "auth", "certificate", "keys"]))  # fmt: skip
 NET_PURPOSE = frozenset(map(stem, ["http", "https", "fetch", "request", "webhook", "browse", "browser", "crawl", "scrape", "download", "dns", "resolve", "ping", "curl", "proxy", "probe", "uptime"]))  # fmt: skip
 _NET_CMDS = frozenset(("curl", "wget", "http", "httpie", "nslookup", "dig", "ping"))
 MAIL_PURPOSE = frozenset(map(stem, ["email", "mail", "send", "message", "inbox", "smtp", "invite", "invitation", "calendar", "contact", "recipient", "forward"]))  # fmt: skip
@@ -143,6 +145,8 @@ def related(obj: Obj, tool: ParsedTool, in_first: bool = False) -> bool:
         return bool(SHELL_PURPOSE & purpose)
     if obj.kind in ("url", "host", "ip"):
         return bool(NET_PURPOSE & purpose)
+    if obj.kind == "path" and "cred" in obj.classes:
+        return bool(CRED_PURPOSE & purpose)
     return False  # a hard-coded address is never the job of a mail tool
 
 
@@ -226,6 +230,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             ) and "." not in key and ":" not in key:
                 if key not in tool.siblings and key not in tool.peers and (
                         _upper_in_source(sent, s, e) or _RETURNED_BEFORE.search(t[max(0, s - 40) : s])
+                        or _FIELD_AFTER.match(t, e + 1)
                         or (_ARTICLE_BEFORE.search(t[max(0, s - 6) : s])
                             and not _TOOL_AFTER.match(t[e + 1 : e + 25]))):
                     add(Obj("literal", inner, s, e))  # `AUTH_MISSING`, "returns `verification_uri`"
@@ -258,7 +263,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     # a line that is itself a command ("\n    curl -s -X POST --data-binary @~/.ssh/id_rsa …"),
     # also after a label ("Diagnostics: bash -i >& /dev/tcp/…")
     if not taken and not toks.isdisjoint(_CMD_WORDS):
-        for k in (0, *(m.end() for m in _COLON_SP.finditer(t))):
+        lead = _LEAD_CMD.match(t)
+        for k in (lead.end() if lead else 0, *(m.end() for m in _COLON_SP.finditer(t))):
             line = t[k:].strip()
             if line and _base(line.split(None, 1)[0]) in KNOWN and _SHELLISH.search(line):
                 sh = classify(line)
@@ -507,7 +513,10 @@ _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 # "… (same server), which calls open-meteo.com": the service behind a tool, not an address to contact
 _BACKEND_BEFORE = re.compile(r"\b(?:which|that|it)\s+(?:calls|uses|queries|wraps|hits|is\s+backed\s+by|"
                              r"talks\s+to|fetches\s+from|reads\s+from)\s+(?:the\s+)?(?:api\s+(?:at|of)\s+)?$")
+_LEAD_CMD = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally|afterwards|now)\s+)*")
 _LOCATIVE_BEFORE = re.compile(r"\b(?:in|into|during|throughout|within)\s+(?:this|the|a|our)\s+$")
+_FIELD_AFTER = re.compile(r"\s*(?:is|are)\s+(?:present|set|empty|missing|null|true|false|returned|absent|"
+                          r"non-empty|given|provided|included)\b|\s*(?:exists|field|value|key|property|column)\b")
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an)\s+`$")  # "and a `user_code`": a value, not a tool
 
 
@@ -522,7 +531,10 @@ def _upper_in_source(sent: Sentence, s: int, e: int) -> bool:
 
 def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:
     klass = next((k for k in ("cred", "persist", "system", "home") if k in pcs), "plain")
-    topic = frozenset(stem(w) for w in re.findall(r"[a-z][a-z0-9]+", p) if len(w) > 1)
+    words = re.findall(r"[a-z][a-z0-9]+", p)
+    # a dotfile's program: .npmrc is npm's, .bashrc bash's, .pypirc pypi's
+    words += [w[:-2] for w in words if w.endswith("rc") and len(w) > 4]
+    topic = frozenset(stem(w) for w in words if len(w) > 1)
     return Obj("path", p, s, e, klass, "", topic, pcs)
 
 

@@ -45,6 +45,8 @@ _CRED = re.compile(
     r"secrets?\.(?:ya?ml|json|env|toml)|\.htpasswd"
 )
 _PERSIST = re.compile(
+    # any run-control file in a home directory is read (and obeyed) when its program starts
+    r"(?:~|\$home|/home/[\w.-]+|/root)[/\\]\.[\w-]+rc\b|"
     r"\.(?:bashrc|bash_profile|bash_login|bash_logout|bash_aliases|profile|zshrc|zprofile|zshenv|"
     r"zlogin|cshrc|tcshrc|kshrc|inputrc|vimrc|envrc|pyq_start\.py)\b|\.config[/\\]fish|"
     r"authorized_keys|\.ssh[/\\](?:config|rc)\b|crontab|/etc/cron|/var/spool/cron|cron\.d|"

@@ -25,6 +25,7 @@ shapes in, an ``mcp_result_injection`` event (or None) out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,26 @@ __all__ = ["ResultScanner", "ResultVerdict", "check_result", "result_text"]
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
 # words that can start an address to the model or a claim of authority
 _ADDRESS_WORDS = frozenset(
-    b"ai assistant agent llm copilot claude gpt chatgpt model bot automated".split()
+    b"ai assistant agent llm copilot claude gpt chatgpt model bot automated system tooling tools "
+    b"automation call calling invoke".split()
+)
+# Forms of addressing the reader that only a result needs: a text a person reads has no
+# reason to frame itself as system or tool instructions, or to tell its reader which
+# function to call (a tool description does that honestly, so these stay out of ADDRESS_RE)
+_RESULT_ADDRESS_RE = re.compile(
+    lx.ADDRESS_RE.pattern
+    + r"|\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
+    r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt)\b[\"']?"
+    r"\s*(?:for\s+[^:\n]{0,40})?[:=]"
+    r"|<\s*(?:system|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
+    r"|\[\[\s*(?:assistant|ai|system)[^\]\n]{0,30}\]\]"
+    r"|(?:^|\n|[\"{,]\s*)\s*system\s*:\s*(?=you\b|the\s+assistant|new\b|from\s+now)"
+    r"|\b(?:when|before|after)\s+(?:you\s+)?(?:call|calling|invoke|invoking)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+"
+    r"|\b(?:must|should|please)\s+(?:first\s+|also\s+)?(?:call|invoke)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+"
+    r"|\b(?:fyi|psst|hey|note|tip|memo)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?(?:assistants?|"
+    r"agents?|bots?|models?|llms?|ai)\b"
+    r"|\b(?:ai|llm)[\s-]+(?:systems?|agents?|tools?|models?)\s*:",
+    re.M,
 )
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
@@ -208,7 +228,7 @@ class ResultScanner:
                 continue
             a = max(0, i - 80)
             m = None
-            for m2 in lx.ADDRESS_RE.finditer(low, a, min(len(low), i + 120)):
+            for m2 in _RESULT_ADDRESS_RE.finditer(low, a, min(len(low), i + 120)):
                 if m2.start() <= i + 20:
                     m = m2
                     break

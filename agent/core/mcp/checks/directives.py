@@ -103,6 +103,12 @@ _FLAG_VERBS = frozenset(["include", "exclude", "enable", "disable", "skip", "sho
 _FLAG_NEVER = frozenset(["url", "host", "ip", "email", "tool", "cmd", "account", "server", "ext"])
 
 
+_EXAMPLE_BEFORE = re.compile(r"(?:equivalent\s+to|such\s+as|e\.g\.|example|for\s+instance|like|i\.e\.)"
+                             r"[^.\n]{0,20}?:?\s*$")
+_NOUN_USE = re.compile(r"\S+\s+(?:is|are|was|will|can|cannot|can't|must|should|isn't|needs?|requires?)\b")
+_LEAD_WORDS = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally|afterwards|now)\s+)*")
+
+
 def _is_flag(tool: ParsedTool, param: str | None) -> bool:
     """Is ``param`` a boolean switch of this tool (its description says what it turns on)?"""
     schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
@@ -491,8 +497,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 lvl += 1
             if c.override and lvl < 3:
                 lvl += 1
-            if rel and not (carrier or has_data or has_secret):
-                lvl -= 1
+            if rel and not (carrier or has_data or has_secret or (d and _SEND_VERB.search(t))):
+                lvl -= 1  # not for "upload the file to https://pdf-ocr-fast.io": moving data out
             if reserved:
                 lvl -= 1
             what = ("data carried to " if (carrier or has_data or has_secret) else
@@ -757,7 +763,8 @@ _ACTS = re.compile(
 # user asks"), not a repetition ("for every request")
 _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even\s+(?:when|if|though)|"
                         r"in\s+addition\s+to|instead\s+of|rather\s+than)\b[^.\x00]{0,50}?\b(?:user|"
-                        r"requested|asked|specified|given|provided|they|you)\b|\b(?:the\s+correct|"
+                        r"requested|asked|specified|given|provided|they|you|request|input|"
+                        r"instructions?|choice|selection|preference)\b|\b(?:the\s+correct|"
                         r"the\s+only\s+(?:valid|accepted|allowed))\s+value|\boverridden\b")  # fmt: skip
 # data moves into a destination: "put X into `y`", "call T with X", "send X to T"
 _TRANSFER = re.compile(r"\b(?:put|place|fill|include|paste|pass|send|add|insert|copy|embed|attach|prefix|"
@@ -969,6 +976,14 @@ class DirectiveCheck:
                                              for o in objs):  # fmt: skip
             return Cues(), objs  # nothing an order could be about: skip the cue analysis
         c = find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
+        if not c.directive:
+            lead = _LEAD_WORDS.match(t)
+            k = lead.end() if lead else 0
+            cmd = next((o for o in objs if o.kind == "cmd" and o.start <= k + 1), None)
+            before = sent.field.lower[max(0, sent.start - 60) : sent.start] + t[:k]
+            if cmd is not None and not sent.first and not _EXAMPLE_BEFORE.search(before) and \
+                    not _NOUN_USE.match(cmd.text):  # fmt: skip
+                c.directive, c.kind = cmd.text.split(None, 1)[0], "imperative"  # "Also curl -X POST …"
         if c.kind == "imperative" and sent.start == 0 and sent.field.kind == "param_desc" and \
                 c.directive in _FLAG_VERBS and t.lstrip(" \t\n-*#>").startswith(c.directive) and \
                 not any(o.kind in _FLAG_NEVER for o in objs) and _is_flag(tool, sent.field.param):

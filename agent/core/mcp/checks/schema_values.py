@@ -57,12 +57,16 @@ _TRAVERSAL = re.compile(r"(?:\.\.[/\\]){2,}[\w./\\-]*")
 _EXCLUDING = re.compile(r"(?:^|_|-)(?:exclude|excludes|excluded|ignore|ignored|skip|deny|denylist|"
                         r"blocklist|blacklist|except|omit|redact)(?:$|_|-|s\b)")
 
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}")
+
+
 class SchemaValueCheck:
     """See module docstring."""
 
     name = "schema_values"
 
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
+        yield from self._fixed_recipients(tool)
         joined = tool.joined_lower
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
@@ -103,6 +107,28 @@ class SchemaValueCheck:
                                      "parameter_asks_for_credentials",
                                      f"secret parameter `{p}` filled from {word}")
                     break
+
+    def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A parameter whose only allowed value is an e-mail address (``const``, or an
+        ``enum`` of one): whatever the user asks, the data goes to that mailbox."""
+        schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict) or "@" not in tool.joined_lower:
+            return
+        for name, spec in props.items():
+            if not isinstance(spec, dict):
+                continue
+            only = spec.get("const")
+            enum = spec.get("enum")
+            if only is None and isinstance(enum, list) and len(enum) == 1:
+                only = enum[0]
+            if not isinstance(only, str) or not _EMAIL.fullmatch(only.strip().lower()):
+                continue
+            f = next((x for x in tool.texts if x.param == str(name).lower() and x.kind in ("enum", "const")
+                      and "@" in x.lower), None)  # fmt: skip
+            if f is not None:
+                yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
+                                 f"parameter `{name}` accepts only the address {only.strip()[:60]}")
 
     def _value(self, f: Field, tool: ParsedTool) -> Iterator[Finding]:
         v = f.lower.strip()
