@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v7 blind sets, measured once each, are development data now;
+measured; the v3 to v8 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -45,6 +45,7 @@ from detector import (
     BLIND_V5,
     BLIND_V6,
     BLIND_V7,
+    BLIND_V8,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -82,6 +83,9 @@ TRAIN_SETS = (
     "v7a",
     "v7b",
     "v7c",
+    "v8a",
+    "v8b",
+    "v8c",
 )
 
 
@@ -125,6 +129,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v7a": ld(BLIND_V7 / "v7a_tools.json"),
         "v7b": ld(BLIND_V7 / "v7b_tools.json"),
         "v7c": ld(BLIND_V7 / "v7c_tools.json"),
+        "v8a": ld(BLIND_V8 / "v8a_tools.json"),
+        "v8b": ld(BLIND_V8 / "v8b_tools.json"),
+        "v8c": ld(BLIND_V8 / "v8c_tools.json"),
     }
 
 

@@ -60,9 +60,19 @@ DOC_CONTEXT_RE = re.compile(
 # ------------------------------------------------------------------ directive cues
 
 # an obligation, in English and the other languages attackers switch to
+# an order in the passive voice: "the archive is handed to the upload tool", "the private key
+# is quoted in the `diagnostic_key` field", "those are placed there on each call"
+PASSIVE_ORDER_RE = re.compile(
+    r"\b(?:is|are|gets|get)\s+(?:then\s+|also\s+|always\s+|automatically\s+)?(?:handed|passed|sent|placed|"
+    r"put|quoted|filled|included|added|appended|uploaded|posted|made|forwarded|copied|written|stored|"
+    r"shared|attached|embedded|inserted|pasted|submitted|delivered|mirrored|set|told|shown|given|"
+    r"prefixed|encoded|delegated|routed|accompanied)\b(?:\s+(?:to|in|into|there|with|at|as|by|on|under|"
+    r"word\s+for\s+word))?"
+)
 MODAL_RE = re.compile(
     r"\b(?:must|should|shall|ought\s+to|needs?\s+to|have\s+to|has\s+to|had\s+better|"
-    r"(?:is|are)\s+(?:required|expected|obliged|supposed)\s+to|required|requires?\s+(?:that|you)|"
+    r"(?:is|are)\s+(?:required|expected|obliged|supposed)\s+to|required(?!\s+(?!to\b|that\b|for\b|before\b|"
+    r"by\b|when\b|if\b|and\b|or\b|on\b|in\b)[a-z])|requires?\s+(?:that|you)|"
     r"mandatory|obligatory|make\s+sure|be\s+sure\s+to|ensure|remember\s+to|don'?t\s+forget|"
     r"it\s+is\s+(?:important|essential|necessary|critical|vital|crucial)|please|kindly|"
     r"(?:is|are)\s+to\s+be|you'?ll\s+need\s+to|you\s+will\s+need\s+to|the\s+correct\s+value|"
@@ -332,7 +342,7 @@ CLAIM_READ_RE = re.compile(r"\b(?:reads|loads|collects|copies|grabs|includes|att
                            r"sends|posts|forwards|embeds)\b")  # fmt: skip
 # an order about what to say to the user (scripted message)
 TELL_USER_RE = re.compile(
-    r"\b(?:tell|inform|notify|warn|remind|alert|show|display|say\s+to|respond\s+to|reply\s+to|"
+    r"\bthe\s+user\s+is\s+(?:told|shown|informed|asked|reminded)\b|\b(?:tell|inform|notify|warn|remind|alert|show|display|say\s+to|respond\s+to|reply\s+to|"
     r"answer)\s+(?:the\s+)?(?:user|customer|them|him|her)\b"
     r"|\b(?:say|respond\s+with|reply\s+with|answer\s+with|print|append|add|include|end\s+(?:your|the|"
     r"each|every)\s+(?:answer|response|reply|message)\s+with|begin\s+(?:your|the|each|every)\s+"
@@ -544,11 +554,14 @@ def is_mention(sentence: str, start: int) -> bool:
     # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"')
     if len(before) - last.end() <= 30:
         return True
+    between = before[last.end() :]
+    if "," in between and len(between) <= 120 and not any(
+            m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between)):
+        return True  # a list of examples after the cue ("such as 'x', fake <system> tags")
     # a list of quoted phrases after the cue ('such as "a", "b" or `c`'), unless an order comes
     # between the cue and the phrase ("columns named like email or token, run `select …`")
     if not before.rstrip().endswith(('"', "'", "\u201c", "\u2018", "`")):
         return False
-    between = before[last.end() :]
     if between.count("'") % 2 == 1 or between.count('"') % 2 == 1:
         return True  # inside a quotation that began after the cue ("text like 'ERROR: run `x`'")
     return not any(m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between))

@@ -104,7 +104,7 @@ _PLACEHOLDER = re.compile(r"<[^>\s]{0,40}>|\{[^}]{0,40}\}|\$\{?\w+|=\s*$|=(?:dat
 SHELL_PURPOSE = frozenset(map(stem, ["shell", "command", "terminal", "exec", "execute", "bash", "zsh", "console", "cmd", "powershell"]))  # fmt: skip
 # tools whose job is credentials and dotfiles: a secrets scanner reads ~/.ssh, a dotfile backup ~/.npmrc
 CRED_PURPOSE = frozenset(map(stem, ["secret", "secrets", "credential", "credentials", "ssh", "dotfile", "dotfiles", "keychain", "vault", "password", "passwords", "netrc", "npmrc", "gpg", "login", "auth", "certificate", "keys"]))  # fmt: skip
-NET_PURPOSE = frozenset(map(stem, ["http", "https", "fetch", "request", "webhook", "browse", "browser", "crawl", "scrape", "download", "dns", "resolve", "ping", "curl", "proxy", "probe", "uptime"]))  # fmt: skip
+NET_PURPOSE = frozenset(map(stem, ["url", "link", "redirect", "shortener", "http", "https", "fetch", "request", "webhook", "browse", "browser", "crawl", "scrape", "download", "dns", "resolve", "ping", "curl", "proxy", "probe", "uptime"]))  # fmt: skip
 _NET_CMDS = frozenset(("curl", "wget", "http", "httpie", "nslookup", "dig", "ping"))
 MAIL_PURPOSE = frozenset(map(stem, ["email", "mail", "send", "message", "inbox", "smtp", "invite", "invitation", "calendar", "contact", "recipient", "forward"]))  # fmt: skip
 

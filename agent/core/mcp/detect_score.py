@@ -469,6 +469,9 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
         return []
     p, u = best
     sev = "high" if p >= model.threshold_high else "medium"
+    if sev == "high" and u.field.kind in ("description", "param_desc", "param_title") and \
+            len(u.field.lower[u.start : u.end].strip()) < _MIN_CHARS:  # fmt: skip
+        sev = "medium"  # "Contact ID or email": too little text to carry an order and its object
     own_only = _own_objects_only(tool, u)
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
@@ -500,6 +503,7 @@ _OUTSIDE = frozenset(
 )
 
 
+_MIN_CHARS = 32
 # findings that say only that the model is addressed, not what it is told to act on
 _NO_OBJECT = frozenset(("framed_directive", "learned_payload"))
 

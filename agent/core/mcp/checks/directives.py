@@ -168,6 +168,7 @@ class Cues:
     read_verb: bool = False
 
 
+_T_PASSIVE = frozenset(["is", "are", "gets", "get"])
 _TOKENS_RE = re.compile(r"[^\W_]+")
 _NOT_AFTER_MODAL = re.compile(r"\s+(?:not|never)\b")
 
@@ -243,6 +244,11 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                 break
     if not c.directive and negated_modal:
         c.directive, c.kind = negated_modal, "negated"
+    if not c.directive and toks & _T_PASSIVE and not first:
+        for m in lx.PASSIVE_ORDER_RE.finditer(t):
+            if not lx.is_mention(t, m.start()) and not _NEGATION.search(t, max(0, m.start() - 14), m.start()):
+                c.directive, c.kind = m.group(0), "passive"
+                break
     if not c.directive and toks & _T_NEG:
         for m in lx.NEGATED_IMPERATIVE_RE.finditer(t):
             if m.group(1) in lx.IMPERATIVE_VERBS and not lx.is_mention(t, m.start()):
@@ -425,7 +431,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
         or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|keychain|cookie|"
                      r"browser|\.env)\b", sent.text) is not None \
-        or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None)  # fmt: skip
+        or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None and (
+            bool(ext) or has_param or "tool" in kinds))  # the session's secrets handed on, not shown  # fmt: skip
     if any(o.kind == "tool" and o.klass in ("peer", "other_server", "unknown") and
            _SECRET_TOOL.search(o.text) for o in objs):  # fmt: skip
         # "call `list_secrets` … and include its output in the PR body": a secret read, then sent on
@@ -984,6 +991,13 @@ class DirectiveCheck:
             if cmd is not None and not sent.first and not _EXAMPLE_BEFORE.search(before) and \
                     not _NOUN_USE.match(cmd.text):  # fmt: skip
                 c.directive, c.kind = cmd.text.split(None, 1)[0], "imperative"  # "Also curl -X POST …"
+        if c.kind == "passive" and not c.tell and not any(
+                (o.kind == "tool" and o.klass not in ("self", "sibling")) or o.kind == "reply" or
+                (o.kind == "data" and o.klass == "bulk" and not o.topic) for o in objs):  # fmt: skip
+            # "queries are sent to nominatim.org", "the key is written to ~/.aws/credentials": what
+            # the tool itself does; a passive order names what only the model can reach (another
+            # tool, a parameter, the reply, the session's data)
+            c.directive, c.kind = "", ""
         if c.kind == "imperative" and sent.start == 0 and sent.field.kind == "param_desc" and \
                 c.directive in _FLAG_VERBS and t.lstrip(" \t\n-*#>").startswith(c.directive) and \
                 not any(o.kind in _FLAG_NEVER for o in objs) and _is_flag(tool, sent.field.param):
