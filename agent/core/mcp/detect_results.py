@@ -56,15 +56,14 @@ __all__ = ["ResultScanner", "ResultVerdict", "check_result", "result_text"]
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
 # words that can start an address to the model or a claim of authority
 _ADDRESS_WORDS = frozenset(
-    b"ai assistant agent llm copilot claude gpt chatgpt model bot automated system tooling tools "
-    b"automation call calling invoke".split()
+    b"ai assistant agent llm copilot claude gpt chatgpt model bot automated".split()
 )
 # Forms of addressing the reader that only a result needs: a text a person reads has no
 # reason to frame itself as system or tool instructions, or to tell its reader which
-# function to call (a tool description does that honestly, so these stay out of ADDRESS_RE)
-_RESULT_ADDRESS_RE = re.compile(
-    lx.ADDRESS_RE.pattern
-    + r"|\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
+# function to call (a tool description does that honestly, so these stay out of ADDRESS_RE).
+# One pass over the text, only when one of their anchor words occurs.
+_EXTRA_ADDRESS_RE = re.compile(
+    r"\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
     r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt)\b[\"']?"
     r"\s*(?:for\s+[^:\n]{0,40})?[:=]"
     r"|<\s*(?:system|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
@@ -77,12 +76,20 @@ _RESULT_ADDRESS_RE = re.compile(
     r"|\b(?:ai|llm)[\s-]+(?:systems?|agents?|tools?|models?)\s*:",
     re.M,
 )
+# literal anchors of _EXTRA_ADDRESS_RE's forms; "call"/"invok" count only before an identifier
+_EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidance", "override", "policy",
+                  "prompt", "<system", "<assistant", "<ai", "<instruction", "[[", "system:", "system :",
+                  "fyi", "psst", "hey ", "tip ", "memo", "ai:", "llm:", "ai system", "ai agent", "ai tool",
+                  "ai model", "llm agent", "llm tool", "call", "invok")
+_NEEDS_IDENT = frozenset(("call", "invok"))
+_RESULT_ADDRESS_RE = re.compile(lx.ADDRESS_RE.pattern + "|" + _EXTRA_ADDRESS_RE.pattern, re.M)
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
     b"unfiltered".split()
 )
 _DECODE_WORDS = frozenset(b"decode decoded base64 hex rot13 encoded".split())
 _MAX_SPANS = 64
+_MAX_WINDOWS = 256  # anchor windows tried per result for the result-only address forms
 _MAX_SENTENCES = 400  # sentences judged per result, whatever the text tries
 _SPAN_AFTER = 800  # an address governs the rest of its paragraph, at most this far
 _EXCERPT = 300
@@ -154,16 +161,18 @@ class ResultScanner:
             hits_a = _present(low, _ADDRESS_WORDS)
             hits_p = _present(low, _AUTHORITY_WORDS)
             role = "<|" in low or "[inst]" in low or "</description" in low or "[system]" in low
-            if not hits_a and not hits_p and not role:
+            extra = _extra_addresses(low)
+            if not hits_a and not hits_p and not role and not extra:
                 return []  # the fast path: nothing speaks to the model
         f = make_field("result", "result", text, False)
         low = f.lower
         tool = _tool_context(tool_name)
         if not ascii_text:
             hits_a, hits_p = _present(low, _ADDRESS_WORDS), _present(low, _AUTHORITY_WORDS)
+            extra = _extra_addresses(low)
         words = _present(low, _DECODE_WORDS)
         findings: list[Finding] = []
-        spans = self._address_spans(low, hits_a)
+        spans = self._address_spans(low, hits_a, extra)
         budget = [_MAX_SENTENCES]  # per call: the scanner is shared between threads
         for a, z, who in spans:
             findings += self._judge_span(f, a, z, who, tool, budget)
@@ -219,20 +228,23 @@ class ResultScanner:
 
     # ------------------------------------------------------------ internals
 
-    def _address_spans(self, low: str, hits: set[bytes]) -> list[tuple[int, int, str]]:
+    def _address_spans(self, low: str, hits: set[bytes], extra: Iterable[re.Match[str]] = ()
+                       ) -> list[tuple[int, int, str]]:  # fmt: skip
         """(start, end, addressee) of the text that speaks to the model."""
         spans: list[tuple[int, int, str]] = []
         seen_end = -1
-        for i in sorted(set(_positions(low, hits))):
+        known: dict[int, re.Match[str]] = {m.start(): m for m in extra}
+        for i in sorted(set(_positions(low, hits)) | set(known)):
             if i < seen_end or len(spans) >= _MAX_SPANS:
                 continue
-            a = max(0, i - 80)
-            m = None
-            for m2 in _RESULT_ADDRESS_RE.finditer(low, a, min(len(low), i + 120)):
-                if m2.start() <= i + 20:
-                    m = m2
-                    break
+            m = known.get(i)
             if m is None:
+                a = max(0, i - 80)
+                for m2 in _RESULT_ADDRESS_RE.finditer(low, a, min(len(low), i + 120)):
+                    if m2.start() <= i + 20:
+                        m = m2
+                        break
+            if m is None or m.start() < seen_end:
                 continue
             sa, _sz = _sentence_at(low, m.start())
             sa = max(sa, m.start() - 300, seen_end)
@@ -299,6 +311,29 @@ class ResultScanner:
             sent = Sentence(f, sa, sz, f.lower[sa:sz], False, how)
             out += self._judge_sentence(sent, tool, "(hidden or encoded text)")[0]
         return out
+
+
+def _extra_addresses(low: str) -> list[re.Match[str]]:
+    """Addresses of the forms only results need: each anchor word is found with ``str.find``
+    and the pattern is tried only in a window around it (a regex pass over 16 KB of prose
+    would cost milliseconds; most results hold few or none of these words)."""
+    out: dict[int, re.Match[str]] = {}
+    windows = 0
+    for anchor in _EXTRA_ANCHORS:
+        i = low.find(anchor)
+        while i >= 0 and windows < _MAX_WINDOWS:
+            if anchor in _NEEDS_IDENT and "_" not in low[i : i + 48]:
+                i = low.find(anchor, i + len(anchor))
+                continue
+            windows += 1
+            a = max(0, i - 60)
+            m = _EXTRA_ADDRESS_RE.search(low, a, min(len(low), i + 90))
+            if m is not None and m.start() <= i + len(anchor):
+                out.setdefault(m.start(), m)
+                if len(out) >= _MAX_SPANS:
+                    return list(out.values())
+            i = low.find(anchor, i + len(anchor))
+    return list(out.values())
 
 
 def _sentence_at(low: str, i: int) -> tuple[int, int]:
