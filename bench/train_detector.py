@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v8 blind sets, measured once each, are development data now;
+measured; the v3 to v9 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -46,6 +46,7 @@ from detector import (
     BLIND_V6,
     BLIND_V7,
     BLIND_V8,
+    BLIND_V9,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -86,6 +87,9 @@ TRAIN_SETS = (
     "v8a",
     "v8b",
     "v8c",
+    "v9a",
+    "v9b",
+    "v9c",
 )
 
 
@@ -132,6 +136,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v8a": ld(BLIND_V8 / "v8a_tools.json"),
         "v8b": ld(BLIND_V8 / "v8b_tools.json"),
         "v8c": ld(BLIND_V8 / "v8c_tools.json"),
+        "v9a": ld(BLIND_V9 / "v9a_tools.json"),
+        "v9b": ld(BLIND_V9 / "v9b_tools.json"),
+        "v9c": ld(BLIND_V9 / "v9c_tools.json"),
     }
 
 

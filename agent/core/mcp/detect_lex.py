@@ -405,7 +405,8 @@ DATA_RE = re.compile(
     # the session's data by how the model came to know it: "any file paths discussed so far",
     # "every message it has seen", "a short summary of what the user has been working on",
     # "<verbatim user message>"
-    r"\b(?:(?:a\s+)?(?:short\s+|brief\s+)?(?:summary|recap|digest|description)\s+of\s+(?:what\s+the\s+user|"
+    r"\b(?:browser[\s-]history|browsing\s+history|(?:the\s+)?(?:user'?s\s+)?(?:clipboard|keychain)\s+contents|"
+    r"(?:a\s+)?(?:short\s+|brief\s+)?(?:summary|recap|digest|description)\s+of\s+(?:what\s+the\s+user|"
     r"the\s+(?:current\s+)?(?:conversation|session|chat)|the\s+user'?s\s+(?:work|activity|session|"
     r"requests?|messages?)|everything)|(?:verbatim|exact|full|entire|complete|raw)\s+(?:user'?s?\s+)?"
     r"(?:messages?|prompts?|requests?|questions?|input)|(?:your|the\s+assistant'?s?)\s+(?:full\s+)?"

@@ -7,7 +7,11 @@ from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import RANK, CheckContext, Finding, context_of
 from agentsh.agent.core.mcp.detect_chars import scan_chars
-from agentsh.agent.core.mcp.detect_parse import ParsedTool
+from agentsh.agent.core.mcp.detect_parse import ParsedTool, stem
+
+
+_CHAR_TOOLS = frozenset(map(stem, ["invisible", "unicode", "zero", "width", "strip", "sanitize", "sanitise",
+                                    "normalize", "normalise", "character", "characters", "homoglyph"]))
 
 
 class CharCheck:
@@ -29,6 +33,8 @@ class CharCheck:
                 if k > 20 and not hit.hidden:
                     continue  # the same character again: the first ones say it
                 sev = hit.severity
+                if hit.name == "zero_width_character" and not hit.hidden and tool.purpose & _CHAR_TOOLS:
+                    sev = "low"  # a tool that strips or shows invisible characters documents one
                 inner: list[Finding] = []
                 if hit.hidden and callable(ctx.rescan):
                     inner = [x for x in ctx.rescan(hit.hidden, tool) if RANK[x.severity] >= 1]

@@ -106,6 +106,15 @@ _FLAG_NEVER = frozenset(["url", "host", "ip", "email", "tool", "cmd", "account",
 _EXAMPLE_BEFORE = re.compile(r"(?:equivalent\s+to|such\s+as|e\.g\.|example|for\s+instance|like|i\.e\.)"
                              r"[^.\n]{0,20}?:?\s*$")
 _NOUN_USE = re.compile(r"\S+\s+(?:is|are|was|will|can|cannot|can't|must|should|isn't|needs?|requires?)\b")
+# "… is appended to `referrer`", "… included in `account_context`": the session's data put
+# into a parameter of this tool, said in the passive
+_PASSIVE_INTO_PARAM = re.compile(r"\b(?:is|are)\s+(?:then\s+|also\s+|always\s+)?(?:appended|included|prefixed|"
+                                 r"embedded|inserted|added|placed|put|filled|copied|passed|quoted)\s+"
+                                 r"(?:in|into|to|under|as)\b")
+_FOLLOW_REMOTE = re.compile(r"\b(?:follow(?:ed|s|ing)?|obey(?:ed|s)?|appl(?:y|ied|ies)|execut(?:e|ed|es)|carr(?:y|ied)"
+                            r"\s+out)\s+(?:as\s+written|verbatim|to\s+the\s+letter|(?:all\s+|any\s+)?(?:the\s+|its\s+)?"
+                            r"(?:instructions|steps|directions|commands)(?:\s+(?:it|in\s+it|there|in\s+the\s+"
+                            r"response|it\s+contains|listed))?)")
 _LEAD_WORDS = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally|afterwards|now)\s+)*")
 
 
@@ -697,6 +706,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             not lx.is_mention(t, m.start()):  # fmt: skip
         add(_Verdict(3, "hidden_instructions", "role_marker", None,
                      f"chat-template role token {m.group(0)!r}: the text poses as another speaker"))
+    if (u := next((o for o in objs if o.kind in ("url", "host") and o.klass != "reserved"), None)) is not None \
+            and _FOLLOW_REMOTE.search(t) and not lx.is_mention(t, u.start):
+        add(_Verdict(3, "hidden_instructions", "remote_instructions", u,
+                     f"instructions fetched from {_q(u)} are to be followed as written", fixed=True))
     if c.priority:
         add(_Verdict(3, "hidden_instructions", "priority_claim", None,
                      f"claims authority over the user's or system's instructions ('{c.priority}')"))
@@ -794,7 +807,8 @@ def _flows_into(t: str, data: Obj, dest: Obj | None) -> bool:
         verb = None if _NEGATION.search(t, max(0, m.start() - 14), m.start()) else m
     if dest is None:
         return verb is not None or _HERE.search(t) is not None or (
-            data.start <= 12 and _IDENT_AFTER.match(t, data.end) is None)  # a value's own doc
+            data.start <= 12 and _IDENT_AFTER.match(t, data.end) is None) or (  # a value's own doc
+            _PASSIVE_INTO_PARAM.search(t, data.end) is not None)  # "X … is appended to `referrer`"
     if dest.end <= data.start:  # "call T with X"
         between = t[dest.end : data.start]
         return (_WITH.search(between) is not None or verb is not None) and \
@@ -993,7 +1007,10 @@ class DirectiveCheck:
                 c.directive, c.kind = cmd.text.split(None, 1)[0], "imperative"  # "Also curl -X POST …"
         if c.kind == "passive" and not c.tell and not any(
                 (o.kind == "tool" and o.klass not in ("self", "sibling")) or o.kind == "reply" or
-                (o.kind == "data" and o.klass == "bulk" and not o.topic) for o in objs):  # fmt: skip
+                (o.kind == "data" and o.klass == "bulk" and not o.topic) for o in objs) and not (
+                (pm := _PASSIVE_INTO_PARAM.search(t)) is not None and
+                any(o.kind == "param" and 0 <= o.start - pm.end() <= 6 for o in objs) and
+                any(o.kind in ("data", "secret", "env") for o in objs)):  # fmt: skip
             # "queries are sent to nominatim.org", "the key is written to ~/.aws/credentials": what
             # the tool itself does; a passive order names what only the model can reach (another
             # tool, a parameter, the reply, the session's data)

@@ -17,7 +17,7 @@ from agentsh.agent.core.sensitive import SensitiveDetector
 SECRET_TYPES = ("private_key", "jwt", "anthropic_api_key", "openai_api_key", "github_token",
                 "slack_token", "stripe_key", "aws_access_key", "aws_secret_key")  # fmt: skip
 _PLACEHOLDER = re.compile(
-    r"example|sample|dummy|placeholder|fake|x{6,}|0{8,}|\.\.\.|your[_-]|<|\*{3}", re.I
+    r"example|sample|dummy|placeholder|fake|x{4,}|0{8,}|\.\.\.|your[_-]|<|\*{3}|(?:^|/)t0{3,}/b0{3,}/", re.I
 )
 # a secret-shaped value introduced as an example in the same sentence is documentation
 _EXAMPLE_CUE = re.compile(
