@@ -9,7 +9,6 @@ from agentsh.agent.core.mcp.checks import RANK, CheckContext, Finding, context_o
 from agentsh.agent.core.mcp.detect_chars import scan_chars
 from agentsh.agent.core.mcp.detect_parse import ParsedTool, stem
 
-
 _CHAR_TOOLS = frozenset(map(stem, ["invisible", "unicode", "zero", "width", "strip", "sanitize", "sanitise",
                                     "normalize", "normalise", "character", "characters", "homoglyph"]))
 
