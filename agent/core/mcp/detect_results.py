@@ -82,6 +82,17 @@ _EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidanc
                   "fyi", "psst", "hey ", "tip ", "memo", "ai:", "llm:", "ai system", "ai agent", "ai tool",
                   "ai model", "llm agent", "llm tool", "call", "invok")
 _NEEDS_IDENT = frozenset(("call", "invok"))
+_ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
+_INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
+_ZW_DROP = re.compile(f"[{_ZW}]")
+_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_ROT13_ADDRESSEES = tuple(w.translate(_ROT13) for w in ("assistant", "agent:", "agents:", "language model",
+                                                         "ai assistant", "llm", "copilot"))
+# words that contain an addressee word without naming the model
+_NOT_ADDRESSEE = re.compile(r"ssh-agent|user[- ]agent|gpg-agent|agent-based|travel\s+agent|estate\s+agent|"
+                            r"assistant\s+(?:manager|director|professor|editor)|\bmodel\s+(?:number|year|no\b)|"
+                            r"data\s+model|bot\s+detection|executive\s+assistant|dental\s+assistant|"
+                            r"personal\s+assistant\s+to")
 _RESULT_ADDRESS_RE = re.compile(lx.ADDRESS_RE.pattern + "|" + _EXTRA_ADDRESS_RE.pattern, re.M)
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
@@ -162,8 +173,9 @@ class ResultScanner:
             hits_p = _present(low, _AUTHORITY_WORDS)
             role = "<|" in low or "[inst]" in low or "</description" in low or "[system]" in low
             extra = _extra_addresses(low)
-            if not hits_a and not hits_p and not role and not extra:
-                return []  # the fast path: nothing speaks to the model
+            if not hits_a and not hits_p and not role and not extra and \
+                    not any(w in low for w in _ROT13_ADDRESSEES) and not may_hold_payload(text):
+                return []  # the fast path: nothing speaks to the model, nothing is encoded
         f = make_field("result", "result", text, False)
         low = f.lower
         tool = _tool_context(tool_name)
@@ -185,7 +197,7 @@ class ResultScanner:
                                      "model; only the first were judged"))  # fmt: skip
         # authority claims and role tokens anywhere (outside the addressed spans too)
         for i in sorted(set(_positions(low, hits_p)))[:_MAX_SPANS]:
-            if any(a <= i < z for a, z, _ in spans):
+            if any(a <= i < z for a, z, who in spans if not who.startswith("~")):
                 continue
             sa, sz = _sentence_at(low, i)
             st = low[sa:sz]
@@ -213,9 +225,33 @@ class ResultScanner:
                     findings.append(Finding(hit.category, "high", hit.name, "result", hit.text,
                                             hit.start, context_of(text, hit.start, hit.end),
                                             "terminal escape sequence that hides text"))
-        # encoded text, when something asks the model to decode it
-        if (hits_a or words) and may_hold_payload(text):
+        # text spelled with an invisible character between every letter ("a\u200bs\u200bs…"):
+        # what the model reads once they are dropped
+        if not ascii_text:
+            for m in _INTERLEAVED.finditer(text):
+                hidden = _ZW_DROP.sub("", m.group(0))
+                inner = self._judge_text(hidden, tool, "text split by invisible characters")
+                if inner:
+                    findings.append(Finding("invisible_unicode", "critical", "zero_width_interleaved", "result",
+                                            hidden[:_EXCERPT], m.start(), context_of(text, m.start(), m.end()),
+                                            f"hidden text read by the model: {inner[0].why}"))  # fmt: skip
+        # ROT13 that reads as an address to the model once rotated, hinted or not
+        if any(w in low for w in _ROT13_ADDRESSEES):
+            rotated = low.translate(_ROT13)
+            for sa, z, who in self._address_spans(rotated, _present(rotated, _ADDRESS_WORDS)):
+                inner = self._judge_text(rotated[sa:z], tool, "rot13-encoded text")
+                if inner:
+                    findings.append(Finding("encoded_payload", "critical", "rot13_payload", "result",
+                                            rotated[sa:z][:_EXCERPT], sa, context_of(text, sa, z),
+                                            f"rot13-encoded: {inner[0].why}"))  # fmt: skip
+                    break
+        # encoded text, when something asks the model to decode it, or when it decodes to
+        # text addressed to the model
+        if may_hold_payload(text):
+            hinted = bool(hits_a or words)
             for kind, s, e, decoded in decoded_runs(text):
+                if not hinted and not _present(decoded.lower(), _ADDRESS_WORDS):
+                    continue
                 inner = self._judge_text(decoded, tool, f"{kind}-encoded text")
                 if inner:
                     worst = max(RANK[x.severity] for x in inner)
@@ -234,6 +270,7 @@ class ResultScanner:
         spans: list[tuple[int, int, str]] = []
         seen_end = -1
         known: dict[int, re.Match[str]] = {m.start(): m for m in extra}
+        unmatched: list[int] = []
         for i in sorted(set(_positions(low, hits)) | set(known)):
             if i < seen_end or len(spans) >= _MAX_SPANS:
                 continue
@@ -244,7 +281,10 @@ class ResultScanner:
                     if m2.start() <= i + 20:
                         m = m2
                         break
-            if m is None or m.start() < seen_end:
+            if m is None:
+                unmatched.append(i)
+                continue
+            if m.start() < seen_end:
                 continue
             sa, _sz = _sentence_at(low, m.start())
             sa = max(sa, m.start() - 300, seen_end)
@@ -259,25 +299,44 @@ class ResultScanner:
                     z = k + len(close)
             spans.append((sa, z, m.group(0).strip()))
             seen_end = z
-        return spans
+        # the model named without a recognised address form ("records viewed through an
+        # assistant are mirrored to …"): the sentence and the next, outside every address
+        # span; only their gravest orders count (a person's assistant is named the same way)
+        strict = list(spans)
+        loose_end = -1
+        for i in unmatched:
+            if len(spans) >= _MAX_SPANS:
+                break
+            if i < loose_end or any(a <= i < z for a, z, _ in strict) or \
+                    _NOT_ADDRESSEE.search(low, max(0, i - 12), i + 16):  # fmt: skip
+                continue
+            sa, sz = _sentence_at(low, i)
+            z2 = _sentence_at(low, min(len(low) - 1, sz + 1))[1] if sz < len(low) else sz
+            words = low[i : i + 12].split()
+            spans.append((sa, max(sz, z2), "~" + (words[0].strip(":,.") if words else "model")))
+            loose_end = max(sz, z2)
+        return sorted(spans)
 
     def _judge_span(self, f: Field, a: int, z: int, who: str, tool: ParsedTool, budget: list[int]
                     ) -> list[Finding]:  # fmt: skip
         out: list[Finding] = []
         text = f.lower
         order = ""  # an addressed block is one order: its later lines inherit the first's verb
+        loose = who.startswith("~")
         for sa, sz in split_sentences(text[a:z]):
             budget[0] -= 1
             if budget[0] < 0:
                 break
-            sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False,
-                            f"text addressed to the model ('{who[:40]}')")  # fmt: skip
-            found, directive = self._judge_sentence(sent, tool, order)
-            order = order or directive
+            label = (f"text that names the model ('{who[1:40]}')" if loose else
+                     f"text addressed to the model ('{who[:40]}')")  # fmt: skip
+            sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False, label)
+            found, directive = self._judge_sentence(sent, tool, order, penalty=2 if loose else 0)
+            if not loose:
+                order = order or directive
             out += found
         return out
 
-    def _judge_sentence(self, sent: Sentence, tool: ParsedTool, inherited: str = ""
+    def _judge_sentence(self, sent: Sentence, tool: ParsedTool, inherited: str = "", penalty: int = 0
                         ) -> tuple[list[Finding], str]:  # fmt: skip
         t = sent.text
         toks = tokens_of(t)
@@ -295,6 +354,7 @@ class ResultScanner:
                          or any(o.kind in ("data", "secret") for o in objs)))))  # fmt: skip
             if plain or v.pattern == "framed_directive":
                 v.level -= 1  # "Agents: run `make test`": addressed, but an ordinary step
+            v.level -= penalty
             if v.level < 2:
                 continue
             s, e = (sent.start + v.obj.start, sent.start + v.obj.end) if (
