@@ -238,7 +238,7 @@ class ResultScanner:
         # ROT13 that reads as an address to the model once rotated, hinted or not
         if any(w in low for w in _ROT13_ADDRESSEES):
             rotated = low.translate(_ROT13)
-            for sa, z, who in self._address_spans(rotated, _present(rotated, _ADDRESS_WORDS)):
+            for sa, z, _who in self._address_spans(rotated, _present(rotated, _ADDRESS_WORDS)):
                 inner = self._judge_text(rotated[sa:z], tool, "rot13-encoded text")
                 if inner:
                     findings.append(Finding("encoded_payload", "critical", "rot13_payload", "result",
