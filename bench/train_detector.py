@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v9 blind sets, measured once each, are development data now;
+measured; the v3 to v10 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -47,6 +47,7 @@ from detector import (
     BLIND_V7,
     BLIND_V8,
     BLIND_V9,
+    BLIND_V10,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -90,6 +91,9 @@ TRAIN_SETS = (
     "v9a",
     "v9b",
     "v9c",
+    "v10a",
+    "v10b",
+    "v10c",
 )
 
 
@@ -139,6 +143,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v9a": ld(BLIND_V9 / "v9a_tools.json"),
         "v9b": ld(BLIND_V9 / "v9b_tools.json"),
         "v9c": ld(BLIND_V9 / "v9c_tools.json"),
+        "v10a": ld(BLIND_V10 / "v10a_tools.json"),
+        "v10b": ld(BLIND_V10 / "v10b_tools.json"),
+        "v10c": ld(BLIND_V10 / "v10c_tools.json"),
     }
 
 
