@@ -46,10 +46,14 @@ def short_tmpdir(prefix: str = "ash") -> Path:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
+    """Complete lines only: after a kill -9 the log can end in a partial line until the
+    next daemon repairs it (events_torn_tail), the way any tail reader must treat it."""
     out: list[dict[str, Any]] = []
     if not path.exists():
         return out
-    for line in path.read_bytes().splitlines():
+    data = path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    for line in complete.splitlines():
         if line.strip():
             out.append(orjson.loads(line))
     return out
