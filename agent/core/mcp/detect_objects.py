@@ -494,18 +494,14 @@ _THIS_VALUE = re.compile(r"\bth(?:is|at|e\s+default)\s+(?:url|endpoint|address|w
 
 def _param_values(tool: ParsedTool, param: str) -> list[str]:
     """The literal values (default, const, examples, enum) the schema gives a parameter."""
-    schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
+    spec = tool.param_spec(param)
+    if spec is None:
         return []
-    for k, v in props.items():
-        if isinstance(k, str) and k.lower() == param and isinstance(v, dict):
-            vals = [v.get("default"), v.get("const")]
-            for key in ("examples", "enum"):
-                if isinstance(v.get(key), list):
-                    vals.extend(v[key][:4])
-            return [x for x in vals if isinstance(x, str)]
-    return []
+    vals = [spec.get("default"), spec.get("const")]
+    for key in ("examples", "enum"):
+        if isinstance(spec.get(key), list):
+            vals.extend(spec[key][:4])
+    return [x for x in vals if isinstance(x, str)]
 
 
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")

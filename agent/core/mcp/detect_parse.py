@@ -116,6 +116,21 @@ class ParsedTool:
             self._name_stems = frozenset(stem(w) for w in name_words(self.name) if w not in _STOP)
         return self._name_stems
 
+    def param_spec(self, param: str | None) -> dict[str, Any] | None:
+        """The JSON Schema of one top-level parameter (name compared lower-case), if any."""
+        if param is None:
+            return None
+        return self.param_specs().get(param)
+
+    def param_specs(self) -> dict[str, dict[str, Any]]:
+        """Top-level parameters' schemas by lower-case name (a hostile schema may hold
+        anything: non-dict entries are skipped)."""
+        schema = self.raw.get("inputSchema") if isinstance(self.raw, dict) else None
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict):
+            return {}
+        return {k.lower(): v for k, v in props.items() if isinstance(k, str) and isinstance(v, dict)}
+
     @property
     def server_stems(self) -> frozenset[str]:
         """Words of this server's id (the caller's): its own domain is part of its job."""

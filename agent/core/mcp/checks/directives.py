@@ -120,14 +120,8 @@ _LEAD_WORDS = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally
 
 def _is_flag(tool: ParsedTool, param: str | None) -> bool:
     """Is ``param`` a boolean switch of this tool (its description says what it turns on)?"""
-    schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict) or param is None:
-        return False
-    for k, v in props.items():
-        if isinstance(k, str) and k.lower() == param and isinstance(v, dict):
-            return v.get("type") == "boolean"
-    return False
+    spec = tool.param_spec(param)
+    return spec is not None and spec.get("type") == "boolean"
 
 
 _WIDEN_BEFORE = re.compile(r"\b(?:not\s+(?:just|only|merely|simply)|rather\s+than|instead\s+of|beyond|"

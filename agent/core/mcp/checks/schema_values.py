@@ -111,20 +111,16 @@ class SchemaValueCheck:
     def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose only allowed value is an e-mail address (``const``, or an
         ``enum`` of one): whatever the user asks, the data goes to that mailbox."""
-        schema = tool.raw.get("inputSchema") if isinstance(tool.raw, dict) else None
-        props = schema.get("properties") if isinstance(schema, dict) else None
-        if not isinstance(props, dict) or "@" not in tool.joined_lower:
+        if "@" not in tool.joined_lower:
             return
-        for name, spec in props.items():
-            if not isinstance(spec, dict):
-                continue
+        for name, spec in tool.param_specs().items():
             only = spec.get("const")
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
             if not isinstance(only, str) or not _EMAIL.fullmatch(only.strip().lower()):
                 continue
-            f = next((x for x in tool.texts if x.param == str(name).lower() and x.kind in ("enum", "const")
+            f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
                       and "@" in x.lower), None)  # fmt: skip
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
