@@ -295,6 +295,8 @@ def test_decision_channel_answers_pipelined_requests_in_order(daemon: DaemonProc
     assert all(a["action"] == "allow" and a["server_id"] == "fs" and a["tool_hash"].startswith("sha256:") for a in answers)
     assert "tool_name" in str(err)
     assert (channel_path(daemon.socket).stat().st_mode & 0o777) == 0o660
+    # the events are written by the writer thread, a moment after the answers
+    wait_for(lambda: len(daemon.events("mcp_tool_called")) >= 50, what="50 mcp_tool_called events")
     ids = sorted(e["jsonrpc_id"] for e in daemon.events("mcp_tool_called"))
     assert ids == list(range(50))
 
