@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v10 blind sets, measured once each, are development data now;
+measured; the v3 to v11 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -48,6 +48,7 @@ from detector import (
     BLIND_V8,
     BLIND_V9,
     BLIND_V10,
+    BLIND_V11,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -94,6 +95,9 @@ TRAIN_SETS = (
     "v10a",
     "v10b",
     "v10c",
+    "v11a",
+    "v11b",
+    "v11c",
 )
 
 
@@ -146,6 +150,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v10a": ld(BLIND_V10 / "v10a_tools.json"),
         "v10b": ld(BLIND_V10 / "v10b_tools.json"),
         "v10c": ld(BLIND_V10 / "v10c_tools.json"),
+        "v11a": ld(BLIND_V11 / "v11a_tools.json"),
+        "v11b": ld(BLIND_V11 / "v11b_tools.json"),
+        "v11c": ld(BLIND_V11 / "v11c_tools.json"),
     }
 
 
