@@ -69,6 +69,8 @@ PASSIVE_ORDER_RE = re.compile(
     r"prefixed|encoded|delegated|routed|accompanied)\b(?:\s+(?:to|in|into|there|with|at|as|by|on|under|"
     r"word\s+for\s+word))?"
 )
+# words that may open a sentence before its verb or command ("Also curl -X POST …", "- then run …")
+LEAD_WORDS_RE = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally|afterwards|now)\s+)*")
 MODAL_RE = re.compile(
     r"\b(?:must|should|shall|ought\s+to|needs?\s+to|have\s+to|has\s+to|had\s+better|"
     r"(?:is|are)\s+(?:required|expected|obliged|supposed)\s+to|required(?!\s+(?!to\b|that\b|for\b|before\b|"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from agentsh.agent.core.mcp.detect_lex import (
     DATA_RE,
     ENV_NAME_RE,
+    LEAD_WORDS_RE,
     REPLY_DEST_RE,
     SECRET_RE,
     is_mention,
@@ -263,7 +264,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     # a line that is itself a command ("\n    curl -s -X POST --data-binary @~/.ssh/id_rsa …"),
     # also after a label ("Diagnostics: bash -i >& /dev/tcp/…")
     if not taken and not toks.isdisjoint(_CMD_WORDS):
-        lead = _LEAD_CMD.match(t)
+        lead = LEAD_WORDS_RE.match(t)
         for k in (lead.end() if lead else 0, *(m.end() for m in _COLON_SP.finditer(t))):
             line = t[k:].strip()
             if line and _base(line.split(None, 1)[0]) in KNOWN and _SHELLISH.search(line):
@@ -509,7 +510,6 @@ _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 # "… (same server), which calls open-meteo.com": the service behind a tool, not an address to contact
 _BACKEND_BEFORE = re.compile(r"\b(?:which|that|it)\s+(?:calls|uses|queries|wraps|hits|is\s+backed\s+by|"
                              r"talks\s+to|fetches\s+from|reads\s+from)\s+(?:the\s+)?(?:api\s+(?:at|of)\s+)?$")
-_LEAD_CMD = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally|afterwards|now)\s+)*")
 _LOCATIVE_BEFORE = re.compile(r"\b(?:in|into|during|throughout|within)\s+(?:this|the|a|our)\s+$")
 _FIELD_AFTER = re.compile(r"\s*(?:is|are)\s+(?:present|set|empty|missing|null|true|false|returned|absent|"
                           r"non-empty|given|provided|included)\b|\s*(?:exists|field|value|key|property|column)\b")

@@ -468,12 +468,7 @@ def check_result(
     if not cfg.enabled:
         return ResultVerdict()
     text = content if isinstance(content, str) else result_text(content, cfg.max_bytes)
-    try:
-        dets = detector.scan_result(text, tool_name=tool_name, max_bytes=cfg.max_bytes)
-    except Exception as e:  # fail closed: a result that breaks the analysis is not vouched for
-        from agentsh.agent.core.mcp.detector import inspection_failed
-
-        dets = [inspection_failed("result", e)]
+    dets = detector.scan_result(text, tool_name=tool_name, max_bytes=cfg.max_bytes)  # never raises
     top = None
     for d in dets:
         if top is None or RANK[d.severity] > RANK[top]:

@@ -26,6 +26,7 @@ injection, agent/core/mcp/detect_results.py). docs/mcp.md "Tool poisoning".
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,6 +36,8 @@ from agentsh.agent.core.mcp.checks.directives import DirectiveCheck
 from agentsh.agent.core.mcp.detect_parse import MAX_DEPTH, MAX_STRINGS, ParsedTool, parse_tool
 from agentsh.agent.core.mcp.detect_score import load_model, scored_findings
 from agentsh.agent.core.policy.schema import DetectionConfig
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_DEPTH",
@@ -149,6 +152,7 @@ class Detector:
                 return []
             return results_from_findings(self.findings(parsed))
         except Exception as e:  # never raises on hostile input, never passes it as clean
+            log.exception("detector failed on tool %r; reported as inspection_failed", tool.get("name"))
             return [inspection_failed("definition", e)]
 
     def findings(self, parsed: ParsedTool) -> list[Finding]:
@@ -179,6 +183,7 @@ class Detector:
         try:
             return self._results.scan(text, tool_name=tool_name, max_bytes=max_bytes)
         except Exception as e:  # never raises on hostile input, never passes it as clean
+            log.exception("detector failed on a result of %r; reported as inspection_failed", tool_name)
             return [inspection_failed("result", e)]
 
     # ------------------------------------------------------------ internals

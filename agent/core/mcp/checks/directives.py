@@ -115,7 +115,6 @@ _FOLLOW_REMOTE = re.compile(r"\b(?:follow(?:ed|s|ing)?|obey(?:ed|s)?|appl(?:y|ie
                             r"\s+out)\s+(?:as\s+written|verbatim|to\s+the\s+letter|(?:all\s+|any\s+)?(?:the\s+|its\s+)?"
                             r"(?:instructions|steps|directions|commands)(?:\s+(?:it|in\s+it|there|in\s+the\s+"
                             r"response|it\s+contains|listed))?)")
-_LEAD_WORDS = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|finally|afterwards|now)\s+)*")
 
 
 def _is_flag(tool: ParsedTool, param: str | None) -> bool:
@@ -992,7 +991,7 @@ class DirectiveCheck:
             return Cues(), objs  # nothing an order could be about: skip the cue analysis
         c = find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
         if not c.directive:
-            lead = _LEAD_WORDS.match(t)
+            lead = lx.LEAD_WORDS_RE.match(t)
             k = lead.end() if lead else 0
             cmd = next((o for o in objs if o.kind == "cmd" and o.start <= k + 1), None)
             before = sent.field.lower[max(0, sent.start - 60) : sent.start] + t[:k]

@@ -17,7 +17,13 @@ from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
 from agentsh.agent.core.mcp.detect_lex import is_mention
-from agentsh.agent.core.mcp.detect_objects import _RESERVED_HOST, HOST_RE, URL_RE, _host_of
+from agentsh.agent.core.mcp.detect_objects import (
+    _RESERVED_HOST,
+    EMAIL_RE,
+    HOST_RE,
+    URL_RE,
+    _host_of,
+)
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, stems
 from agentsh.agent.core.mcp.detect_paths import path_classes
 from agentsh.agent.core.mcp.detect_shell import classify
@@ -56,9 +62,6 @@ _TRAVERSAL = re.compile(r"(?:\.\.[/\\]){2,}[\w./\\-]*")
 # file as their default keeps it out, it does not send the model there
 _EXCLUDING = re.compile(r"(?:^|_|-)(?:exclude|excludes|excluded|ignore|ignored|skip|deny|denylist|"
                         r"blocklist|blacklist|except|omit|redact)(?:$|_|-|s\b)")
-
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}")
-
 
 class SchemaValueCheck:
     """See module docstring."""
@@ -118,7 +121,7 @@ class SchemaValueCheck:
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
-            if not isinstance(only, str) or not _EMAIL.fullmatch(only.strip().lower()):
+            if not isinstance(only, str) or not EMAIL_RE.fullmatch(only.strip().lower()):
                 continue
             f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
                       and "@" in x.lower), None)  # fmt: skip
