@@ -24,7 +24,7 @@ import re
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh"]
+    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -236,6 +236,21 @@ CONSENT_RE = re.compile(
     r"|without\s+(?:any\s+)?(?:confirmation|approval|permission|consent|review)"
     r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
     r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
+)
+# the order is to keep the user in control: obtain their confirmation before acting
+# ("get an explicit 'yes'", "confirm with the user first", "only after the user approves")
+PROTECTIVE_RE = re.compile(
+    r"\b(?:(?:get|getting|obtain|obtaining|require|requires|requiring|request|wait\s+for|seek|"
+    r"ask\s+for|need|needs)\s+(?:an?\s+|the\s+)?(?:(?:user'?s|users'|their|his|her)\s+)?"
+    r"(?:(?!no\b|not\b)[\w-]+\s+){0,2}"
+    r"(?:confirmation|approval|consent|permission|go-ahead|sign-off|['\"‘“]?yes\b)"
+    r"|confirm(?:ing)?\s+(?:it\s+|this\s+|that\s+)?with\s+(?:the\s+)?(?:user|owner|requester)"
+    r"|ask(?:ing)?\s+(?:the\s+)?(?:user|owner|requester)\s+(?:to\s+(?:confirm|approve|"
+    r"authori[sz]e)|for\s+(?:explicit\s+)?(?:confirmation|approval|consent|permission))"
+    r"|(?:only|unless)\s+(?:after|once|if|when)\s+(?:the\s+)?(?:user|owner|requester)\s+"
+    r"(?:has\s+)?(?:explicitly\s+)?(?:confirm|approv|agree|consent|authori[sz])\w*"
+    r"|(?:confirmed|approved|authori[sz]ed)\s+by\s+the\s+user\s+(?:first|beforehand|"
+    r"in\s+the\s+current\s+turn))"
 )
 # the text claims authority over the user's or the system's instructions
 PRIORITY_RE = re.compile(

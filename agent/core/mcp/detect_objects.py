@@ -388,6 +388,9 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             name = g.strip().lower()
             if name in _NOT_SERVER or (tool.server and name == tool.server.lower()):
                 continue
+            words = [stem(x) for x in _SPACE_DOT_DASH.split(name) if x]
+            if words and tool.server_stems.issuperset(words):
+                continue  # "the Catalogix server" of server catalogix-lineage: this one
             if name.split()[-1] in _NOT_SERVER or name.endswith("'s"):
                 continue
             add(Obj("server", name, m.start(), m.end(), "other", "",

@@ -21,7 +21,8 @@ import re
 # paths as they are written in prose: ~/…, $HOME/…, absolute system paths, dotfiles and
 # dot-directories (.env, .git/hooks/pre-commit), Windows profile paths
 PATH_RE = re.compile(
-    r"(?:~|\$home|\$\{home\}|%userprofile%|%appdata%)(?:[/\\][\w.@+-]*)+|\$home(?![\w/])"
+    r"(?:~|\$home|\$\{home\}|%userprofile%|%appdata%)(?:[/\\](?:application support|[\w.@+-]*))+"
+    r"|\$home(?![\w/])"
     r"|(?<![\w.~/$-])/(?:etc|var|usr|tmp|root|home|proc|dev|opt|bin|sbin|lib|library|private|"
     r"system|users|boot|srv|mnt|run|sys)(?:/[\w.@+*-]*)*"
     r"|(?<![\w/~$.-])\.(?:[\w-]+[/\\])*[\w.-]*[a-z0-9]"
@@ -43,6 +44,9 @@ _CRED = re.compile(
     r"credentials\.json|application_default_credentials|token\.json|\.pem$|\.key$|\.p12$|\.pfx$|"
     r"\.boto\b|\.s3cfg\b|\.terraformrc|\.config[/\\]op[/\\]|\.bitcoin|\.ethereum|\.solana|"
     r"secrets?\.(?:ya?ml|json|env|toml)|\.htpasswd"
+    # a browser's profile: its cookies, saved passwords and session tokens
+    r"|google[/\\]chrome|chromium[/\\]|mozilla[/\\]firefox|firefox[/\\]profiles|bravesoftware|"
+    r"microsoft[/\\]edge|vivaldi[/\\]|opera\s+software"
 )
 _PERSIST = re.compile(
     # any run-control file in a home directory is read (and obeyed) when its program starts

@@ -39,6 +39,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsh.agent.core.mcp.detect_lex import CONSENT_RE, PROTECTIVE_RE
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
 from agentsh.agent.core.mcp.detect_text import TextMemo
 
@@ -475,8 +476,11 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     own_only = _own_objects_only(tool, u)
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
+    protective = _protective(u)
+    if sev == "high" and protective:
+        sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
-    if sev == "medium" and not own_only:
+    if sev == "medium" and not own_only and not protective:
         # two independent readers, each unsure: the rules' own medium finding on this
         # definition corroborates the scorer's (and nothing else reached an alert)
         rule = next((f for f in findings if f.severity == "medium" and f.pattern not in _NO_OBJECT), None)
@@ -506,6 +510,17 @@ _OUTSIDE = frozenset(
 _MIN_CHARS = 32
 # findings that say only that the model is addressed, not what it is told to act on
 _NO_OBJECT = frozenset(("framed_directive", "learned_payload"))
+
+
+def _protective(u: Unit) -> bool:
+    """Is the sentence's order to obtain the user's confirmation before acting, with no object
+    outside the tool? Honest tools that move money, unlock doors or delete data say so; the
+    scorer, reading words, cannot tell "must get the user's explicit 'yes'" from an order.
+    An order to skip that confirmation ("no need to ask") is never protective."""
+    if set(u.feats) & _OUTSIDE:
+        return False
+    t = u.field.lower[u.start : u.end]
+    return PROTECTIVE_RE.search(t) is not None and CONSENT_RE.search(t) is None
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:

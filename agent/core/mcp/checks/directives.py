@@ -315,10 +315,23 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                     c.override = c.override or widen.group(0).strip()
         c.net_verb = lx.NET_VERBS_RE.search(t) is not None
         c.write_verb = ">" in t or lx.WRITE_VERBS_RE.search(t) is not None
-        c.read_verb = not toks.isdisjoint(lx.READ_VERBS)
+        c.read_verb = any(_as_verb(t, w) for w in toks & lx.READ_VERBS)
         if foreign:  # the verb lexicon is English: in another language the objects decide
             c.net_verb = c.read_verb = True
     return c
+
+
+_DETERMINER_BEFORE = re.compile(r"\b(?:the|a|an|its|this|that|each|every|your|their|our|his|her|"
+                                r"full|whole|same|one)\s+$")
+
+
+def _as_verb(t: str, w: str) -> bool:
+    """Is the word used as a verb at least once? "the list of variables", "a copy of" are
+    nouns: a determiner right before a verb-or-noun word makes it the noun."""
+    for m in re.finditer(r"\b" + re.escape(w) + r"\b", t):
+        if _DETERMINER_BEFORE.search(t, max(0, m.start() - 8), m.start()) is None:
+            return True
+    return False
 
 
 def _is_foreign(t: str, toks: set[str]) -> bool:
@@ -443,7 +456,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     # a fixed value that matters: an outside address, an account, broader rights
     weighty = c.permission or any(o.kind in ("email", "url", "host", "ip", "account") and
                                   o.klass != "reserved" for o in objs)  # fmt: skip
-    user_override = bool(c.override) and _OVER_USER.search(t) is not None
+    user_override = (bool(c.override) and _OVER_USER.search(t) is not None) or \
+        ("user" in t and _DISCREDIT.search(t) is not None)
     seen: set[tuple[str, str]] = set()
 
     def add(v: _Verdict) -> None:
@@ -614,7 +628,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif any(_flows_into(t, x, None) for x in bulk) and (c.override or not c.guard):
             add(_Verdict(2, "exfiltration", "order_data_into_parameter", None,
                          f"the user's data put into parameter `{pname}`"))
-        elif literal and (user_override or ((c.override or c.always) and weighty)):
+        elif literal and (user_override or ((c.override or c.always or _REWRITE.search(t)) and weighty)):
+            # ("replace its host with go.qrtrk.link/r?u=": the user's value rewritten to an outside address)
             lvl = 3 if c.permission else 2
             val = next((o.text for o in objs if o.kind in ("literal", "email", "url", "host", "ip")
                         and o.text != pname), "")  # fmt: skip
@@ -630,7 +645,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          f"a secret's contents asked for in parameter `{pname}`"))
         elif has_secret and ("secret" in kinds) and re.search(r"\bask\s+(?:the\s+)?user\b",
-                                                              sent.text):
+                                                              sent.text) \
+                and not (pname and stem(pname) in tool.purpose):  # fmt: skip
+            # (not "ask the user for it and pass it in `passphrase`" of a tool whose job
+            # names the passphrase: the user hands this tool what its job needs)
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          "the user asked for secrets to put into a parameter"))
     # secrets into the reply or out of the machine
@@ -753,7 +771,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
 _MATTER = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param", "ext",
                      "account", "env", "secret"))
 # words of orders that need no object (concealment, authority claims, the model addressed, ...)
-_SELF = frozenset(["show", "display", "mode", "skip", "redundant", "tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
+_SELF = frozenset(["model", "show", "display", "mode", "skip", "redundant", "tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
 _EVERY = frozenset(["every", "each", "any", "all"])
 _STRONG = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param"))
 _STRONG_OWN = _STRONG - {"param"}  # a sentence naming only a parameter still refers back
@@ -779,6 +797,11 @@ _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even
                         r"requested|asked|specified|given|provided|they|you|request|input|"
                         r"instructions?|choice|selection|preference)\b|\b(?:the\s+correct|"
                         r"the\s+only\s+(?:valid|accepted|allowed))\s+value|\boverridden\b")  # fmt: skip
+# the user's own value discredited: "the user's own frame id is often wrong"
+_DISCREDIT = re.compile(r"\b(?:the\s+)?user'?s\s+(?:own\s+)?(?:[\w-]+\s+){0,3}?(?:is|are)\s+"
+                        r"(?:often|usually|frequently|sometimes|probably|likely|always|mostly)?\s*"
+                        r"(?:wrong|incorrect|invalid|outdated|stale|unreliable|mistyped|out\s+of\s+date)\b")
+_REWRITE = re.compile(r"\b(?:replace|rewrite|swap|substitute|wrap)\w*\b")
 # data moves into a destination: "put X into `y`", "call T with X", "send X to T"
 _TRANSFER = re.compile(r"\b(?:put|place|fill|include|paste|pass|send|add|insert|copy|embed|attach|prefix|"
                        r"suffix|prepend|encode|supply|provide|write|dump|stuff|concatenate|forward|upload|post|give|hand|"
@@ -866,7 +889,7 @@ def _gate_text(text: str) -> bool:
         words = frozenset(data.translate(_TOKEN_TABLE).split())
         if not _COMPANIONS.isdisjoint(words):
             return True
-    if "/" in text and any(x in text for x in _GATE_SLASH):
+    if "/" in text and (any(x in text for x in _GATE_SLASH) or _HOST_PATH.search(text) is not None):
         return True
     if ("<" in text or "[" in text) and any(x in text for x in _GATE_ANGLE):
         return True
@@ -885,6 +908,8 @@ def _gate_text(text: str) -> bool:
 
 
 _GATE = TextMemo(_gate_text)
+# a host with a path written without a scheme ("go.qrtrk.link/r?u="): an address to judge
+_HOST_PATH = re.compile(r"[a-z0-9-]\.[a-z]{2,12}/")
 
 
 MAX_PROSE = 256 * 1024  # characters of prose read per tool (the largest real tools hold ~80 KB)
@@ -987,7 +1012,10 @@ class DirectiveCheck:
                 "<|" not in t and \
                 not ("tool" in toks and not toks.isdisjoint(_EVERY)) and \
                 "[inst" not in t and not any(o.kind in _MATTER or (bound and o.kind == "data")
-                                             for o in objs):  # fmt: skip
+                                             for o in objs) and \
+                not (bound and (toks & _T_OVERRIDE or ("user" in toks and _DISCREDIT.search(t))) and
+                     any(o.kind == "literal" for o in objs)):  # fmt: skip
+            # (a parameter's own text naming a value "in all cases": an override to judge)
             return Cues(), objs  # nothing an order could be about: skip the cue analysis
         c = find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
         if not c.directive:

@@ -63,6 +63,9 @@ _TRAVERSAL = re.compile(r"(?:\.\.[/\\]){2,}[\w./\\-]*")
 _EXCLUDING = re.compile(r"(?:^|_|-)(?:exclude|excludes|excluded|ignore|ignored|skip|deny|denylist|"
                         r"blocklist|blacklist|except|omit|redact)(?:$|_|-|s\b)")
 
+# a phone number as a value: a country code or area code and at least seven digits in all
+_PHONE = re.compile(r"\+?(?:\d[\s().-]?){7,15}")
+
 class SchemaValueCheck:
     """See module docstring."""
 
@@ -112,19 +115,23 @@ class SchemaValueCheck:
                     break
 
     def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
-        """A parameter whose only allowed value is an e-mail address (``const``, or an
-        ``enum`` of one): whatever the user asks, the data goes to that mailbox."""
-        if "@" not in tool.joined_lower:
+        """A parameter whose only allowed value is an e-mail address or a phone number
+        (``const``, or an ``enum`` of one): whatever the user asks, the data goes to that
+        mailbox or phone."""
+        if "@" not in tool.joined_lower and "+" not in tool.joined_lower and "const" not in tool.joined_lower:
             return
         for name, spec in tool.param_specs().items():
             only = spec.get("const")
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
-            if not isinstance(only, str) or not EMAIL_RE.fullmatch(only.strip().lower()):
+            if not isinstance(only, str):
+                continue
+            v = only.strip().lower()
+            if not EMAIL_RE.fullmatch(v) and not _PHONE.fullmatch(v):
                 continue
             f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
-                      and "@" in x.lower), None)  # fmt: skip
+                      and x.lower.strip() == v), None)  # fmt: skip
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
                                  f"parameter `{name}` accepts only the address {only.strip()[:60]}")
