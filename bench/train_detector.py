@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v11 blind sets, measured once each, are development data now;
+measured; the v3 to v12 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -49,6 +49,7 @@ from detector import (
     BLIND_V9,
     BLIND_V10,
     BLIND_V11,
+    BLIND_V12,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -98,6 +99,9 @@ TRAIN_SETS = (
     "v11a",
     "v11b",
     "v11c",
+    "v12a",
+    "v12b",
+    "v12c",
 )
 
 
@@ -153,6 +157,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v11a": ld(BLIND_V11 / "v11a_tools.json"),
         "v11b": ld(BLIND_V11 / "v11b_tools.json"),
         "v11c": ld(BLIND_V11 / "v11c_tools.json"),
+        "v12a": ld(BLIND_V12 / "v12a_tools.json"),
+        "v12b": ld(BLIND_V12 / "v12b_tools.json"),
+        "v12c": ld(BLIND_V12 / "v12c_tools.json"),
     }
 
 

@@ -24,7 +24,7 @@ import re
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute"]
+    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -151,6 +151,11 @@ ADDRESS_RE = re.compile(
     r"(?:ai|llm|agents?|assistants?)\b|\b(?:ai|llm)[\s_.-]+(?:[\w]+[\s_-]+)?(?:agents?|assistants?|"
     r"reviewers?|screeners?|readers?|crawlers?)\b"
     r"|\bas\s+an?\s+(?:ai|assistant|language\s+model)\b|@(?:copilot|claude|assistant|ai)\b"
+    # "-- model: always also run …", "TriageInput - model: close …": the model as a vocative label,
+    # followed by an order (not "model: the embedding model to use")
+    r"|(?:^|\n|[.!?;]\s|--?\s*|#\s*|//\s*)(?:the\s+)?model\s*:\s+(?=(?:always|never|please|also|first|"
+    r"do\s+not|don't|you\s+must|ignore|close|run|call|send|use|set|add|delete|remove|include|forward|reply|"
+    r"tell|read|write|append|fetch|post|upload|skip|mark|approve)\b)"
     # the model as the subject of what "happens": "the assistant writes … into ~/.duckdbrc"
     r"|\bthe\s+(?:assistant|agent|model|ai|llm)\s+(?:then\s+|also\s+|always\s+|first\s+)?(?:writes|sends|"
     r"runs|calls|reads|posts|uploads|includes|adds|appends|executes|fetches|creates|shares|forwards|"
@@ -247,7 +252,7 @@ PROTECTIVE_RE = re.compile(
     r"|confirm(?:ing)?\s+(?:it\s+|this\s+|that\s+)?with\s+(?:the\s+)?(?:user|owner|requester)"
     r"|ask(?:ing)?\s+(?:the\s+)?(?:user|owner|requester)\s+(?:to\s+(?:confirm|approve|"
     r"authori[sz]e)|for\s+(?:explicit\s+)?(?:confirmation|approval|consent|permission))"
-    r"|(?:only|unless)\s+(?:after|once|if|when)\s+(?:the\s+)?(?:user|owner|requester)\s+"
+    r"|(?:only|unless)\s+(?:after|once|if|when)\s+(?:the\s+)?(?:user|owner|requester|they|you)\s+"
     r"(?:has\s+)?(?:explicitly\s+)?(?:confirm|approv|agree|consent|authori[sz])\w*"
     r"|(?:confirmed|approved|authori[sz]ed)\s+by\s+the\s+user\s+(?:first|beforehand|"
     r"in\s+the\s+current\s+turn))"
@@ -295,6 +300,18 @@ DECEIVE_RE = re.compile(
     r"suite)\s+passed|is\s+(?:fine|safe|clean)|was\s+fine|only\s+(?:reads|checks|uses)|keeps\s+nothing|"
     r"has\s+no\s+\w+\s+information)\b"
     r"|(?:answer|reply|respond|say)\s+only\s+that\b"
+    # "there is nothing wrong" told whatever the text says: "answer that it is a standard NDA with
+    # no unusual terms", "tell the reader the lease has no early termination fee", "report no findings"
+    r"|(?:tell|answer|say|state|report|reply|respond|inform)\w*\s+(?:to\s+)?(?:the\s+\w+\s+)?(?:that\s+)?"
+    r"[^.\x00]{0,80}?\b(?:has|have|contains?|with|there\s+(?:is|are))\s+no\s+(?:[\w-]+\s+){0,2}?(?:fees?|terms|"
+    r"clauses?|issues?|problems?|risks?|findings?|anomal\w+|changes?|vulnerabilit\w+)"
+    r"|\breport\s+no\s+(?:findings|issues|problems|vulnerabilities)|\banswer\s+(?:with\s+)?['\"]?no['\"]?\s*$"
+    r"|\b(?:answer|reply|respond)\s+(?:every|each|all|any)\s+question\b[^.\x00]{0,60}?\bwith\s+['\"]"
+    r"|\bmark\s+(?:the\s+)?(?:pr|pull\s+request|change|merge\s+request)\s+as\s+(?:lgtm|approved)"
+    # a fixed claim whatever the facts: "reply that it was resolved by the customer, regardless
+    # of the ticket history"
+    r"|(?:say|state|claim|answer|reply|respond|tell\s+(?:the\s+)?(?:user|them|customers?))\s+that\s+"
+    r"[^.\x00]{3,100}?,?\s+(?:regardless\s+of|no\s+matter\s+what|whatever)\s+(?:the|what|it|they)\b"
     r"|(?:describe|present|portray|characteri[sz]e)\s+(?:it|them|this|the\s+\w+|\w+)\s+as\s+"
     r"(?:having|being|unreliable|unsafe|insecure|deprecated|broken|dangerous|malware)"
     r"|as\s+(?:though|if)\s+(?:it\s+were|they\s+were|this\s+were|it\s+was)\s+(?:the\s+)?(?:real|"
@@ -360,7 +377,7 @@ CLAIM_READ_RE = re.compile(r"\b(?:reads|loads|collects|copies|grabs|includes|att
 # an order about what to say to the user (scripted message)
 TELL_USER_RE = re.compile(
     r"\bthe\s+user\s+is\s+(?:told|shown|informed|asked|reminded)\b|\b(?:tell|inform|notify|warn|remind|alert|show|display|say\s+to|respond\s+to|reply\s+to|"
-    r"answer)\s+(?:the\s+)?(?:user|customer|them|him|her)\b"
+    r"answer)\s+(?:the\s+)?(?:user|customer|them|him|her|reader|viewer|client|recipient|requester)s?\b"
     r"|\b(?:say|respond\s+with|reply\s+with|answer\s+with|print|append|add|include|end\s+(?:your|the|"
     r"each|every)\s+(?:answer|response|reply|message)\s+with|begin\s+(?:your|the|each|every)\s+"
     r"(?:answer|response|reply)\s+with|finish\s+(?:your|every|each)\s+(?:answer|response|reply)\s+with)"
@@ -396,7 +413,11 @@ PERMISSION_RE = re.compile(
     r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa)|"
     r"skip\s+(?:the\s+)?(?:risk|security|review|approval)\s+check|approval\s+prompt|"
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
-    r"enable_admin_mode|--grant-root|confirm=true)\b"
+    r"enable_admin_mode|--grant-root|confirm=true|"
+    # a safety switch turned off, or approval turned automatic, as a value
+    r"(?:read_?only|dry_?run|safe_?mode|sandbox(?:ed)?|verify(?:_ssl|_tls)?|confirm\w*|require\w*_approval|"
+    r"approval_required)[\"']?\s*[=:]\s*false|"
+    r"(?:auto_?approve\w*|skip_?confirm\w*|no_?confirm\w*|bypass\w*|yolo|dangerously\w*)[\"']?\s*[=:]\s*true)\b"
 )
 # the user (not the model) decides: a restriction, not an order
 GUARD_RE = re.compile(
@@ -543,6 +564,9 @@ _NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|h
 _CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then)\s+)([a-z]+)\s")
 
 
+_CLOSED_INSERT = re.compile(r"[^,;:\"'`]{1,40},\s*(?:to|into|onto|at|via)\s+$")
+
+
 def is_mention(sentence: str, start: int) -> bool:
     """Is what starts at ``start`` in this sentence quoted or analysed rather than said?
     (only the clause before it counts: "…strongest match for the role; rank them first"
@@ -569,6 +593,8 @@ def is_mention(sentence: str, start: int) -> bool:
         last = m
     if last is None:
         return False
+    if _CLOSED_INSERT.match(before, last.end()):
+        return False  # "forward the mails, including attachments, to x@y": the insert is closed
     # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"')
     if len(before) - last.end() <= 30:
         return True
@@ -593,7 +619,7 @@ def is_mention(sentence: str, start: int) -> bool:
 # tools) or orders that need none (concealment, authority claims, the model as
 # addressee). Obligation words alone ("must", "always") are not here: an order
 # without an object is not worth the analysis.
-GATE_CHARS = ("`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "[inst", "/etc/",
+GATE_CHARS = ("that tool", "identical param", "identical arg", "same param", "same arg", "`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "[inst", "/etc/",
               "/var/", "/tmp/", "/root", "/home/", "/usr/", "/proc/", "/dev/", "/library/",
               "<system", "<important", "\n\n\n\n\n", "www.", ".ssh", ".aws", ".env", ".kube",
               "kubeconfig", ".npmrc", ".netrc", ".pypirc", ".pgpass", ".bashrc", ".zshrc",
@@ -612,6 +638,6 @@ GATE_CHARS = ("`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
-    ["curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
+    ["secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -61,7 +61,7 @@ SERVER_RE = re.compile(
     r"(?:mcp\s+)?server\b|\bthe\s+([\w.-]+)\s+(?:mcp\s+)?server'?s\b|\(([\w.-]+)\s+server\)|"
     r"\b([\w.-]+)'s\s+`|\bthe\s+([\w.-]+)\s+(?:mcp\s+)?server\s+(?:has|offers|provides|exposes)\b"
 )
-_NOT_SERVER = frozenset(("this", "same", "the same", "this same", "our", "own", "mcp", "a", "an",
+_NOT_SERVER = frozenset(("dieser", "diesem", "diesen", "dieses", "ce", "este", "esta", "questo", "this", "same", "the same", "this same", "our", "own", "mcp", "a", "an",
                          "that", "which", "each", "every", "the", "your", "current", "local",
                          "its", "given", "configured", "remote", "connected", "target", "it",
                          "any", "one", "same mcp", "this mcp", "api", "web", "http", "smtp",
@@ -103,6 +103,8 @@ _PLACEHOLDER = re.compile(r"<[^>\s]{0,40}>|\{[^}]{0,40}\}|\$\{?\w+|=\s*$|=(?:dat
 
 # purpose words that make a kind of object part of the tool's job
 SHELL_PURPOSE = frozenset(map(stem, ["shell", "command", "terminal", "exec", "execute", "bash", "zsh", "console", "cmd", "powershell"]))  # fmt: skip
+# tools whose job is the user's dotfiles: they write the files that run later
+DOTFILE_PURPOSE = frozenset(map(stem, ["dotfile", "dotfiles", "chezmoi", "stow", "yadm", "rcm"]))
 # tools whose job is credentials and dotfiles: a secrets scanner reads ~/.ssh, a dotfile backup ~/.npmrc
 CRED_PURPOSE = frozenset(map(stem, ["secret", "secrets", "credential", "credentials", "ssh", "dotfile", "dotfiles", "keychain", "vault", "password", "passwords", "netrc", "npmrc", "gpg", "login", "auth", "certificate", "keys"]))  # fmt: skip
 NET_PURPOSE = frozenset(map(stem, ["url", "link", "redirect", "shortener", "http", "https", "fetch", "request", "webhook", "browse", "browser", "crawl", "scrape", "download", "dns", "resolve", "ping", "curl", "proxy", "probe", "uptime"]))  # fmt: skip
@@ -148,7 +150,9 @@ def related(obj: Obj, tool: ParsedTool, in_first: bool = False) -> bool:
         return bool(NET_PURPOSE & purpose)
     if obj.kind == "path" and "cred" in obj.classes:
         return bool(CRED_PURPOSE & purpose)
-    return False  # a hard-coded address is never the job of a mail tool
+    # a dotfile manager (chezmoi, stow) writes ~/.bashrc: its job; a hard-coded address is
+    # never the job of a mail tool
+    return obj.kind == "path" and "persist" in obj.classes and bool(DOTFILE_PURPOSE & purpose)
 
 
 def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
@@ -194,6 +198,9 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     def add_net(text: str, s: int, e: int, kind: str, klass: str = "") -> None:
         host = _host_of(text) if kind == "url" else text.split("@")[-1] if kind == "email" else text
         host = host.rstrip(".,;:")
+        if not any(ch.isalnum() for ch in host) or (kind == "url" and "://" in text and not any(
+                ch.isalnum() for ch in text.split("://", 1)[1].split("/", 1)[0])):  # fmt: skip
+            return  # "https://..." in a syntax example: no address at all
         if _RESERVED_HOST.search(host.split(":")[0]):
             klass = "reserved"
         elif not klass and kind == "url" and _PLACEHOLDER.search(text):
@@ -208,6 +215,11 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             inner = m.group(1).strip()
             s, e = m.start(1), m.end(1)
             if not inner:
+                continue
+            if _SQL_DESTRUCTIVE.match(inner):
+                # "`DROP TABLE audit_log;`": a statement that destroys data, run through a db tool
+                add(Obj("cmd", inner, s, e, "destructive", "SQL that destroys data",
+                        frozenset(("sql",))))
                 continue
             sh = classify(inner) if (" " in inner or _SHELLISH.search(inner)) else None
             if sh is not None:
@@ -402,7 +414,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         if not _overlaps(taken, s, s + len(val)):
             out.append(Obj("literal", val, s, s + len(val), "quoted"))
     # other tools as a group ("do not call the other tools", "any other search tool")
-    for m in _OTHER_TOOLS.finditer(t) if "other" in toks else ():
+    for m in _OTHER_TOOLS.finditer(t) if ("other" in toks or "another" in toks or "whichever" in toks
+                                          or "whatever" in toks) else ():  # fmt: skip
         add(Obj("tool", m.group(0), m.start(), m.end(), "others"))
     # "use the first example", "ping the default": the schema value the sentence points at
     if sent.field.param is not None and ("example" in t or "default" in t):
@@ -457,7 +470,11 @@ _COLON_SP = re.compile(r":\s+")
 _DOTFILE = re.compile(r"\.[a-z][\w-]*(?:\.[\w-]+)?$")
 _SELF_CALL = re.compile(r"\b(?:call|invoke|run|use|trigger|execute|pass\s+\w+\s+to)\s+"
                         r"(?:this\s+(?:tool|function)|me)\b")
-_OTHER_TOOLS = re.compile(r"\b(?:the|any|all)\s+other\s+(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b")
+_SQL_DESTRUCTIVE = re.compile(r"\s*(?:drop\s+(?:table|database|schema|user|role)|truncate\s+(?:table\s+)?\w|"
+                              r"delete\s+from\s+[\w.\"]+\s*;?\s*$|alter\s+user\s+\w+\s+with\s+superuser|"
+                              r"grant\s+all\b)")
+_OTHER_TOOLS = re.compile(r"\b(?:(?:the|any|all|whichever|whatever)\s+other|another|whichever|whatever)\s+"
+                          r"(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b")
 _THIS_SERVER = re.compile(r"\b(?:this|same|our)\s+(?:same\s+)?(?:mcp\s+)?server\b|\(this\s+server\)|"
                           r"\b(?:de\s+este|del|de\s+ce|du|do|deste|dello|desselben|dieses|"
                           r"auf\s+diesem|en\s+este|sur\s+ce)\s+(?:mismo\s+|même\s+|mesmo\s+|stesso\s+)?"

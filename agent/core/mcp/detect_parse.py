@@ -136,8 +136,12 @@ class ParsedTool:
         """Words of this server's id (the caller's): its own domain is part of its job."""
         if not self.server:
             return frozenset()
-        return frozenset(stem(w) for w in re.split(r"[^a-z0-9]+", self.server.lower())
-                         if len(w) > 2 and w not in ("mcp", "server", "tools"))
+        words = [w for w in re.split(r"[^a-z0-9]+", self.server.lower())
+                 if w and w not in ("mcp", "server", "tools")]
+        out = {stem(w) for w in words if len(w) > 2}
+        if len(words) > 1:
+            out.add(stem("".join(words)))  # "weather-pro" owns weatherpro.com
+        return frozenset(out)
 
     @property
     def purpose(self) -> frozenset[str]:

@@ -64,7 +64,8 @@ _ADDRESS_WORDS = frozenset(
 # One pass over the text, only when one of their anchor words occurs.
 _EXTRA_ADDRESS_RE = re.compile(
     r"\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
-    r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt)\b[\"']?"
+    r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt|tasks?|"
+    r"requests?|reminders?|requirements?|messages?|protocol)\b[\"']?"
     r"\s*(?:for\s+[^:\n]{0,40})?[:=]"
     r"|<\s*(?:system|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     r"|\[\[\s*(?:assistant|ai|system)[^\]\n]{0,30}\]\]"
@@ -73,14 +74,29 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\b(?:must|should|please)\s+(?:first\s+|also\s+)?(?:call|invoke)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+"
     r"|\b(?:fyi|psst|hey|note|tip|memo)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?(?:assistants?|"
     r"agents?|bots?|models?|llms?|ai)\b"
-    r"|\b(?:ai|llm)[\s-]+(?:systems?|agents?|tools?|models?)\s*:",
+    r"|\b(?:note|notes|tip|memo|reminder|message|instructions?)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?"
+    r"(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|bots?|models?|tools?|reviewers?|systems?|"
+    r"readers?)\b"
+    r"|\b(?:ai|llm)[\s-]+(?:systems?|agents?|tools?|models?)\s*:"
+    # the reader named by what it does: "whoever or whatever processes this ticket", "reviewer-bot:",
+    # "AI pair-programmer:", "Operators' assistant:", "automated scheduling assistants:"
+    r"|\bwho(?:ever)?\s+or\s+what(?:ever)?\s+(?:\w+\s+){0,2}?(?:processes|reads|handles|triages|"
+    r"summari[sz]es|reviews|parses)\b"
+    # (a name before a colon after a timestamp is a speaker: "[10:01] ops-bot: disk at 91%")
+    r"|(?://|#|--|/\*)\s*(?:[\w'-]+\s+){0,2}?(?:[\w-]+-)?(?:bots?|assistants?|agents?|pair-?programmers?)\b"
+    r"[^.:\n]{0,40}?:\s"
+    r"|(?:^|\n|\(\s*|\[[a-z][^\]\n]{0,40}\]\s*)[ \t]*(?:[\w'-]+\s+){0,2}?(?:[\w-]+-)?(?:assistants?|agents?|"
+    r"pair-?programmers?)\b"
+    r"[^.:\n]{0,40}?:\s",
     re.M,
 )
 # literal anchors of _EXTRA_ADDRESS_RE's forms; "call"/"invok" count only before an identifier
 _EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidance", "override", "policy",
                   "prompt", "<system", "<assistant", "<ai", "<instruction", "[[", "system:", "system :",
                   "fyi", "psst", "hey ", "tip ", "memo", "ai:", "llm:", "ai system", "ai agent", "ai tool",
-                  "ai model", "llm agent", "llm tool", "call", "invok")
+                  "ai model", "llm agent", "llm tool", "call", "invok", "task", "request", "reminder",
+                  "requirement", "message", "protocol", "whoever", "who or", "bot", "programmer", "reviewer",
+                  "assistant", "agent")
 _NEEDS_IDENT = frozenset(("call", "invok"))
 _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
@@ -99,6 +115,11 @@ _AUTHORITY_WORDS = frozenset(
     b"unfiltered".split()
 )
 _DECODE_WORDS = frozenset(b"decode decoded base64 hex rot13 encoded".split())
+# a tool that changes something (approve_pull_request, update_owner, export_contacts): a result
+# that orders it called is acting through the model, not suggesting a next step
+_ACTING_TOOL = re.compile(r"(?:^|_|-)(?:approve|merge|delete|remove|update|set|grant|export|transfer|send|"
+                          r"share|publish|create|refund|pay|invite|add|disable|enable|revoke|close|push|"
+                          r"upload|forward|assign|change)(?:$|_|-)")
 _MAX_SPANS = 64
 _MAX_WINDOWS = 256  # anchor windows tried per result for the result-only address forms
 _MAX_SENTENCES = 400  # sentences judged per result, whatever the text tries
@@ -351,6 +372,7 @@ class ResultScanner:
             plain = (v.obj is not None and ((v.obj.kind == "cmd" and v.obj.klass == "plain") or
                      (v.obj.kind == "tool" and v.obj.klass == "unknown" and not (
                          c.redirect or c.permission or c.override or c.conceal
+                         or _ACTING_TOOL.search(v.obj.text)
                          or any(o.kind in ("data", "secret") for o in objs)))))  # fmt: skip
             if plain or v.pattern == "framed_directive":
                 v.level -= 1  # "Agents: run `make test`": addressed, but an ordinary step

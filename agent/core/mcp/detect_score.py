@@ -476,7 +476,7 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     own_only = _own_objects_only(tool, u)
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
-    protective = _protective(u)
+    protective = _protective(u) or _attribution(tool, u)
     if sev == "high" and protective:
         sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
@@ -521,6 +521,25 @@ def _protective(u: Unit) -> bool:
         return False
     t = u.field.lower[u.start : u.end]
     return PROTECTIVE_RE.search(t) is not None and CONSENT_RE.search(t) is None
+
+
+_QUOTED = re.compile(r"[\"“«]([^\"”»]{4,160})[\"”»]")
+_CREDIT = re.compile(r"©|\(c\)|\blicen[cs]|\bcontributors\b|\battribution\b|\bpowered\s+by\b|"
+                     r"\bcourtesy\s+of\b|\bdata\s+(?:by|from)\b|\bsource:")
+
+
+def _attribution(tool: ParsedTool, u: Unit) -> bool:
+    """Is the sentence's message for the user a credit line for the tool's own data source
+    ("include the attribution "Data © OpenStreetMap contributors"" of a tool that searches
+    OpenStreetMap)? Data licences require it; it names nothing outside the tool's job."""
+    if set(u.feats) & _OUTSIDE:
+        return False
+    t = u.field.lower[u.start : u.end]
+    for m in _QUOTED.finditer(t):
+        q = m.group(1)
+        if _CREDIT.search(q) and {stem(w) for w in _WORD_RE.findall(q)} & (tool.purpose - STOP):
+            return True
+    return False
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:

@@ -40,6 +40,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     make_field,
     split_sentences,
     stem,
+    stems,
 )
 from agentsh.agent.core.mcp.detect_shell import KNOWN
 from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, TextMemo
@@ -60,7 +61,7 @@ _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind',
 _T_OVERRIDE = frozenset(['addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
 _T_REDIRECT = frozenset(["instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass"])
 _T_SEQUENCE = frozenset(["before", "after", "afterwards", "first", "prerequisite", "preceded", "once", "then", "each", "every", "whenever", "prior", "followed", "soon", "away", "conversation", "session", "finish"])
-_T_PERMISSION = frozenset(['admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
+_T_PERMISSION = frozenset(['false', 'true', 'yolo', 'admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
 _T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruction", "hidden", "secret", "admin", "internal", "assistant", "ai", "llm", "note", "notes", "hint", "reminder", "message", "directive", "heads", "operator", "developer", "inst", "agent", "agents", "model", "models"])  # fmt: skip
 
 # words after which a verb form is not an order ("to read", "it will send", "you can use")
@@ -91,7 +92,8 @@ _PASTE_SECRET = re.compile(r"\b(?:paste|put|insert|copy|include|read)\s+(?:in\s+
                            r"seed\s+phrase|recovery\s+phrase|saved\s+payment|card\s+number|password)|"
                            r"\bread\s+from\s+(?:the\s+)?(?:browser|keychain|password\s+manager|wallet)")
 _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|print|retrieve)[_-](?:\w+[_-])?"
-                          r"(?:secrets?|credentials?|passwords?|tokens|api[_-]keys|keychain|vault|cookies)"
+                          r"(?:secrets?|credentials?|passwords?|tokens|api[_-]keys|keychain|vault|cookies|"
+                          r"env|environ|environment|env[_-]vars?)"
                           r"(?:$|[_-])")  # a tool that hands out secrets: list_secrets, get_credentials
 _SEND_VERB = re.compile(r"\b(?:send|sending|post|posting|upload|forward|submit|share|reply|dm|e-?mail|"
                         r"transmit|paste)\b")
@@ -304,6 +306,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         c.redirect = _search(lx.REDIRECT_RE, t)
     if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t:
         c.permission = _search(lx.PERMISSION_RE, t)
+        if c.permission and lx.PROTECTIVE_RE.search(t) and not lx.CONSENT_RE.search(t):
+            c.permission = ""  # "re-run with dry_run=false only after they approve": the user's choice
     if verbs:
         if "user" in toks or "never" in toks or "follow" in toks:
             c.guard = _search(lx.GUARD_RE, t)
@@ -405,7 +409,15 @@ def _q(o: Obj) -> str:
     return f"`{s}`" if o.kind in ("cmd", "tool", "param", "path") else s
 
 
-_WITH_AFTER = re.compile(r"\s*`?\s*(?:\w+\s+){0,3}?(?:with|passing|including|containing)\s+([^.;]{3,120})")
+# a tool's name that acts on everything at once: approve_all_pending, delete_all_branches
+_BULK_ACTION = re.compile(r"(?:^|_|-)(?:approve|merge|delete|remove|grant|disable|revoke|close|archive|purge|"
+                          r"wipe|reset|transfer|accept|publish|share)[a-z]*[_-](?:\w+[_-])?(?:all|every|"
+                          r"everything|bulk|mass)(?:$|_|-)|(?:^|_|-)(?:bulk|mass)[_-](?:approve|merge|delete|"
+                          r"remove|grant|disable|revoke|close|archive|purge|transfer|share)")
+_CALL_BEFORE = re.compile(r"\b(?:call|calling|use|using|invoke|invoking|route|routing|hand|handing|"
+                          r"switch\s+to|prefer|preferring)\b[^.;]{0,16}$")
+_WITH_AFTER = re.compile(r"\s*`?\s*(?:\([^)\n]{0,40}\)\s*)?(?:\w+\s+){0,3}?(?:with|passing|including|"
+                         r"containing)\s+([^.;]{3,120})")
 
 
 def _carries_own_params(t: str, o: Obj, tool: ParsedTool) -> bool:
@@ -417,6 +429,34 @@ def _carries_own_params(t: str, o: Obj, tool: ParsedTool) -> bool:
     words = {stem(w) for w in re.findall(r"[a-z]{3,}", m.group(1))}
     own = {stem(w) for p in tool.params for w in re.findall(r"[a-z]{3,}", p)} - _GENERIC_PARAM_WORDS
     return len(words & own) >= 2
+
+
+_SECRET_NAME = re.compile(r"(?:^|_)(?:api_?key|key|token|password|passphrase|secret|pin)$")
+_SERVICE_GENERIC = frozenset(map(stem, ["your", "api", "key", "token", "the", "for", "a", "an", "of", "to",
+                                        "account", "user", "users", "secret", "password", "access"]))
+
+
+def _secret_for_the_job(tool: ParsedTool, pname: str, sent: Sentence) -> bool:
+    """Is the secret the user is asked for this tool's own credential? The parameter is named
+    after it and its job names it ("decrypt with your passphrase" → `passphrase`), or the
+    sentence is in a secret-named parameter's own text, which names the tool's own service
+    ("Your OpenWeatherMap API key …" of a tool "using OpenWeatherMap"). A GitHub token asked
+    into a weather tool's `api_key` names another service: not the job."""
+    if not pname:
+        return False
+    if stem(pname) in tool.purpose:
+        return True
+    if sent.field.param != pname or not _SECRET_NAME.search(pname):
+        return False
+    named = stems(sent.field.lower) - _SERVICE_GENERIC
+    others = stems(sent.text) & _CLOUD_ACCOUNTS - tool.purpose
+    return bool(named & (tool.purpose - tool.name_stems)) and not others
+
+
+# accounts whose keys open far more than one tool's service
+_CLOUD_ACCOUNTS = frozenset(map(stem, ["aws", "gcp", "azure", "github", "gitlab", "google", "ssh", "bank",
+                                        "stripe", "openai", "anthropic", "slack", "okta", "vault", "npm",
+                                        "pypi", "docker", "kubernetes", "kubeconfig", "icloud", "apple"]))
 
 
 _GENERIC_PARAM_WORDS = frozenset(["name", "type", "value", "data", "text", "limit", "page", "format", "mode",
@@ -444,7 +484,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     dest = has_param or bool(ext) or "tool" in kinds or "reply" in kinds or "server" in kinds
     source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
-        or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|keychain|cookie|"
+        or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+)?(?:environment|env|keychain|cookie|"
                      r"browser|\.env)\b", sent.text) is not None \
         or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None and (
             bool(ext) or has_param or "tool" in kinds))  # the session's secrets handed on, not shown  # fmt: skip
@@ -540,6 +580,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 elif o.klass == "self" and c.redirect and (c.override or c.always):
                     add(_Verdict(2, "model_directives", "order_prefer_this_tool", o,
                                  f"use this tool instead of others ('{c.override or 'always'}')"))
+                elif o.klass == "sibling" and c.kind != "negated" and _BULK_ACTION.search(o.text):
+                    # "`approve_all_pending` must be invoked first": a workflow step does not
+                    # approve, delete or grant everything
+                    add(_Verdict(2, "model_directives", "order_bulk_action", o,
+                                 f"call tool {_q(o)} first, which acts on everything"))
                 continue
             if o.klass == "others":
                 if c.guard:
@@ -547,6 +592,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 if (tm := lx.TAMPER_RE.search(sent.text)) is not None:
                     add(_Verdict(2, "shadowing", "order_intercept_other_tools", o,
                                  f"{o.text} made to pass through this tool ('{tm.group(0)[:50]}')"))
+                elif c.redirect and _CALL_BEFORE.search(t, max(0, o.start - 24), o.start):
+                    # "double-check by calling whichever other tool advertises X … rather than these"
+                    add(_Verdict(2, "model_directives", "order_redirect_tool", o,
+                                 f"call {o.text} instead of this one ('{c.redirect}')"))
                 elif user_override or (c.redirect and c.always):
                     add(_Verdict(2, "model_directives", "order_avoid_other_tools", o,
                                  f"keep away from {o.text} ('{c.override or c.redirect}')"))
@@ -646,13 +695,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                          f"a secret's contents asked for in parameter `{pname}`"))
         elif has_secret and ("secret" in kinds) and re.search(r"\bask\s+(?:the\s+)?user\b",
                                                               sent.text) \
-                and not (pname and stem(pname) in tool.purpose):  # fmt: skip
+                and not _secret_for_the_job(tool, pname, sent):  # fmt: skip
             # (not "ask the user for it and pass it in `passphrase`" of a tool whose job
             # names the passphrase: the user hands this tool what its job needs)
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          "the user asked for secrets to put into a parameter"))
     # secrets into the reply or out of the machine
-    if act and has_secret and not out:
+    if act and has_secret and not any(v.category == "credential_theft" for v in out):
         if source and (ext or "reply" in kinds or "tool" in kinds):
             add(_Verdict(3, "credential_theft", "order_reveal_secret", None,
                          "secrets read by the model and sent on"))
@@ -777,6 +826,9 @@ _STRONG = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "serve
 _STRONG_OWN = _STRONG - {"param"}  # a sentence naming only a parameter still refers back
 _ANAPHOR = re.compile(r"\b(?:it|this|that|them|these|those|both|each|all|the\s+same|so|do\s+that|"
                       r"there|here|either)\b")  # fmt: skip
+# "Run it first with confirm=false", "Use this when …": "it" is the tool itself
+_SELF_ANAPHOR = re.compile(r"\s*(?:\w+\s+){0,2}?(?:run|use|call|invoke|try|re-?run)\s+(?:it|this)\b"
+                           r"(?!\s+(?:file|path|key|token|value|command|url|address|data|output))")
 _VALUE_KINDS = frozenset(("example", "default", "enum", "const", "param_title", "spelled", "comment",
                           "vendor"))
 
@@ -786,7 +838,8 @@ _ACTS = re.compile(
     r"\b(?:runs?|execut\w*|deploy\w*|delet\w*|remov\w*|send\w*|push\w*|writ\w*|transfer\w*|"
     r"pay\w*|updat\w*|modif\w*|install\w*|production|drop\w*|commit\w*|merg\w*|publish\w*|"
     r"upload\w*|email\w*|charg\w*|purchas\w*|kill\w*|restart\w*|shell|commands?|creat\w*|"
-    r"post\w*|shar\w*|forward\w*|stor\w*|sav\w*|sync\w*)\b"
+    r"post\w*|shar\w*|forward\w*|stor\w*|sav\w*|sync\w*|disabl\w*|enabl\w*|turns?\s+off|"
+    r"approv\w*|grant\w*|revok\w*|records?|track\w*)\b"
 )
 
 
@@ -841,7 +894,7 @@ def _peer_acts(tool: ParsedTool, name: str) -> bool:
 _GATE_BYTES = b"@~$|"
 _GATE_IDENT = b"`_"  # backticks and identifiers: only with a word that can make them an object
 _COMPANIONS = frozenset(
-    w.encode() for w in ["call", "calls", "calling", "invoke", "invoking", "run", "running", "execute", "submit", "hand", "pass", "passing", "route", "routed", "prefer", "instead", "rather", "before", "after", "first", "whenever", "always", "every", "regardless", "whatever", "even", "override", "overridden", "correct", "put", "place", "fill", "include", "paste", "send", "add", "insert", "copy", "embed", "attach", "supply", "write", "dump", "stuff", "forward", "upload", "post", "give", "share", "append", "store", "must", "should", "required", "need", "needs", "ensure", "please", "never", "don", "also", "token", "key", "secret", "password", "credentials", "credential", "auth", "cookie", "private", "ssh", "env"]
+    w.encode() for w in ["server", "call", "calls", "calling", "invoke", "invoking", "run", "running", "execute", "submit", "hand", "pass", "passing", "route", "routed", "prefer", "instead", "rather", "before", "after", "first", "whenever", "always", "every", "regardless", "whatever", "even", "override", "overridden", "correct", "put", "place", "fill", "include", "paste", "send", "add", "insert", "copy", "embed", "attach", "supply", "write", "dump", "stuff", "forward", "upload", "post", "give", "share", "append", "store", "must", "should", "required", "need", "needs", "ensure", "please", "never", "don", "also", "token", "key", "secret", "password", "credentials", "credential", "auth", "cookie", "private", "ssh", "env"]
 ) | frozenset(w.encode() for w in KNOWN if w.isalpha())
 _EVERY_B = frozenset(b"every each any all".split())
 _GATE_SLASH = tuple(x for x in _GATE_SUBSTR if "/" in x)
@@ -993,13 +1046,15 @@ class DirectiveCheck:
             strong = any(o.kind in _STRONG for o in objs)
             if c.directive and not any(o.kind in _STRONG_OWN for o in objs) and carry is not None \
                     and len(st) < 160 and \
-                    _ANAPHOR.search(st):  # fmt: skip
+                    _ANAPHOR.search(st) and not _SELF_ANAPHOR.match(st):  # fmt: skip
                 # "… `create_issue` has a known bug … . Add both every time.": the order
                 # refers back to the previous sentence's objects
                 pa = carry[0]
                 sent = Sentence(f, pa, z, text[pa:z], False, framed)
                 c, objs = self._read(sent, tool, peer_hits)
-            carry = (a, z) if strong and not c.directive else None
+            # (never from the description's first sentence: the tool's own job, which a later
+            # "Use this when …" does not turn into an order about its objects)
+            carry = (a, z) if strong and not c.directive and not is_first else None
             yield from self._findings(sent, c, objs, tool)
 
     def _read(self, sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
@@ -1027,7 +1082,8 @@ class DirectiveCheck:
                     not _NOUN_USE.match(cmd.text):  # fmt: skip
                 c.directive, c.kind = cmd.text.split(None, 1)[0], "imperative"  # "Also curl -X POST …"
         if c.kind == "passive" and not c.tell and not any(
-                (o.kind == "tool" and o.klass not in ("self", "sibling")) or o.kind == "reply" or
+                (o.kind == "tool" and (o.klass not in ("self", "sibling") or _BULK_ACTION.search(o.text)))
+                or o.kind == "reply" or
                 (o.kind == "data" and o.klass == "bulk" and not o.topic) for o in objs) and not (
                 (pm := _PASSIVE_INTO_PARAM.search(t)) is not None and
                 any(o.kind == "param" and 0 <= o.start - pm.end() <= 6 for o in objs) and

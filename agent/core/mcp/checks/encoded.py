@@ -40,6 +40,9 @@ _ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\
 _PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]*){4,}")
 _ENTITY_RE = re.compile(r"(?:&#(?:\d{2,7}|x[0-9a-fA-F]{2,6});){6,}")
 _TOKEN_RE = re.compile(r"[^\s\x00]{20,}")
+# decimal character codes ("67 97 108 108 32 …"): twelve or more, each a printable ASCII code
+_DECIMAL_RE = re.compile(r"(?<![\d.])(?:(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])[ ,;]\s?){11,}"
+                         r"(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])(?![\d.])")
 _B64_STD = bytes(
     1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "+/" else 0 for b in range(256)
 )
@@ -64,9 +67,19 @@ def _spaced_hex(data: bytes) -> bool:
     return _HEX_TRIPLES in data.translate(_HEX_SEP)
 
 
+_DIGITS = b"0123456789"
+
+
+def _decimal_codes(text: str) -> bool:
+    """At least 24 digits, then twelve numbers in a row: the necessary condition for decimal
+    character codes (the digit count is one C-speed pass; the regex runs only past it)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return len(data) - len(data.translate(None, _DIGITS)) >= 24 and _DECIMAL_RE.search(text) is not None
+
+
 def may_hold_payload(text: str) -> bool:
     """Necessary condition for decoded_runs to yield anything; a few C-speed passes."""
-    if "%" in text or "\\" in text or "&#" in text:
+    if "%" in text or "\\" in text or "&#" in text or _decimal_codes(text):
         return True
     data = text.encode("utf-8", "surrogatepass")
     if _b64_run(data) or _spaced_hex(data):
@@ -124,6 +137,11 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             dec = codecs.decode(run, "rot13")
             if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2:
                 yield "rot13", m.start(), m.end(), dec
+    if _decimal_codes(text):
+        for m in _DECIMAL_RE.finditer(text):
+            r = _readable(bytes(int(x) for x in re.findall(r"\d+", m.group(0))))
+            if r:
+                yield "decimal_codes", m.start(), m.end(), r
     data = text.encode("utf-8", "surrogatepass")
     if _spaced_hex(data):
         for m in _SPACED_HEX_RE.finditer(text):

@@ -24,7 +24,7 @@ from agentsh.agent.core.mcp.detect_objects import (
     URL_RE,
     _host_of,
 )
-from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, stems
+from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, stem, stems
 from agentsh.agent.core.mcp.detect_paths import path_classes
 from agentsh.agent.core.mcp.detect_shell import classify
 
@@ -66,6 +66,17 @@ _EXCLUDING = re.compile(r"(?:^|_|-)(?:exclude|excludes|excluded|ignore|ignored|s
 # a phone number as a value: a country code or area code and at least seven digits in all
 _PHONE = re.compile(r"\+?(?:\d[\s().-]?){7,15}")
 
+# parameters named for an account's master key, by account
+_ACCOUNT_KEY_PARAM = re.compile(
+    r"(?:^|_)(?:(?P<aws>aws_secret(?:_access)?_key|secret_access_key)|(?P<ssh>ssh_private_key|id_rsa|"
+    r"id_ed25519|ssh_key)|(?P<wallet>seed_phrase|mnemonic|recovery_phrase|wallet_private_key)|"
+    r"(?P<gcp>gcp_service_account(?:_key)?|service_account_key|gcp_credentials)|(?P<kubernetes>kubeconfig))$")
+_ACCOUNT_WORDS = {"aws": frozenset(map(stem, ["aws", "amazon", "s3", "iam", "ec2", "lambda"])),
+                  "ssh": frozenset(map(stem, ["ssh", "sftp", "scp", "server", "servers", "host", "deploy"])),
+                  "wallet": frozenset(map(stem, ["wallet", "crypto", "bitcoin", "ethereum", "solana", "seed"])),
+                  "gcp": frozenset(map(stem, ["gcp", "google", "cloud", "bigquery", "gcs"])),
+                  "kubernetes": frozenset(map(stem, ["kubernetes", "kube", "k8s", "cluster", "kubectl"]))}
+
 class SchemaValueCheck:
     """See module docstring."""
 
@@ -73,6 +84,7 @@ class SchemaValueCheck:
 
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
         yield from self._fixed_recipients(tool)
+        yield from self._account_keys(tool)
         joined = tool.joined_lower
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
@@ -113,6 +125,24 @@ class SchemaValueCheck:
                                      "parameter_asks_for_credentials",
                                      f"secret parameter `{p}` filled from {word}")
                     break
+
+    def _account_keys(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A parameter named for the key to a whole account (``aws_secret_access_key``,
+        ``ssh_private_key``, a wallet's seed phrase) of a tool whose job does not involve that
+        account: whatever the model puts there, it had to go and find a master key."""
+        for name in tool.param_specs():
+            m = _ACCOUNT_KEY_PARAM.search(name)
+            if m is None:
+                continue
+            account = next(k for k, v in m.groupdict().items() if v)
+            if _ACCOUNT_WORDS[account] & (tool.purpose | tool.server_stems | tool.name_stems):
+                continue  # an AWS tool asking for AWS keys, an SSH deploy tool for an SSH key
+            f = next((x for x in tool.fields if x.param == name), None)
+            if f is not None:
+                yield finding_at(f, 0, len(f.lower), "credential_theft", "high",
+                                 "parameter_asks_for_credentials",
+                                 f"parameter `{name}` asks for the key to a whole {account} account, "
+                                 f"unrelated to {tool.name or 'the tool'}")
 
     def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose only allowed value is an e-mail address or a phone number
