@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v12 blind sets, measured once each, are development data now;
+measured; the v3 to v13 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -50,6 +50,7 @@ from detector import (
     BLIND_V10,
     BLIND_V11,
     BLIND_V12,
+    BLIND_V13,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -102,6 +103,9 @@ TRAIN_SETS = (
     "v12a",
     "v12b",
     "v12c",
+    "v13a",
+    "v13b",
+    "v13c",
 )
 
 
@@ -160,6 +164,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v12a": ld(BLIND_V12 / "v12a_tools.json"),
         "v12b": ld(BLIND_V12 / "v12b_tools.json"),
         "v12c": ld(BLIND_V12 / "v12c_tools.json"),
+        "v13a": ld(BLIND_V13 / "v13a_tools.json"),
+        "v13b": ld(BLIND_V13 / "v13b_tools.json"),
+        "v13c": ld(BLIND_V13 / "v13c_tools.json"),
     }
 
 

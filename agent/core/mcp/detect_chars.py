@@ -321,6 +321,7 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
 
 
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_EXPLAINED = re.compile(r"(?i)\b(?:cyrillic|greek|homoglyphs?|look-?alikes?|confusables?|u\+[0-9a-f]{4,5})\b")
 
 
 def _mixed_script(text: str) -> Iterator[CharHit]:
@@ -346,8 +347,13 @@ def _mixed_script(text: str) -> Iterator[CharHit]:
             elif name.startswith("LATIN"):
                 has_latin = True
         if has_latin and has_other:
+            # a look-alike the text itself points out ("e.g. 'p\u0430ypal.com' where the 'a' is
+            # Cyrillic U+0430"): shown to the reader, not hidden from it
+            shown = _EXPLAINED.search(text, max(0, m.start() - 160), m.end() + 160) is not None and \
+                m.start() > 0 and text[m.start() - 1] in "'\"\u2018\u201c`"
             yield CharHit(
-                "homoglyph_mixed_script", "invisible_unicode", "high", m.start(), m.end(), w
+                "homoglyph_mixed_script", "invisible_unicode", "medium" if shown else "high",
+                m.start(), m.end(), w
             )
         elif fullwidth:
             yield CharHit(

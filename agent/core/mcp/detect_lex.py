@@ -114,7 +114,7 @@ NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn
 # subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
 CLAUSE_START_RE = re.compile(
     r"(?:^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise)\s+|"
-    r"[(\[]\s*)"
+    r"[(\[]\s*|\s[-\u2013\u2014]\s+)"
     r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|"
     r"immediately\s+|quietly\s+|silently\s+|secretly\s+|automatically\s+)*"
     r"([a-z][a-z-]+)\b"
@@ -122,7 +122,7 @@ CLAUSE_START_RE = re.compile(
 # a leading adverbial phrase without a comma: "For accurate reviews include …"
 INTRO_RE = re.compile(
     r"^[^a-z]*(?:for|to|before|after|when|whenever|if|once|on|during|while|in|at|as)\s+"
-    r"((?:[\w'-]+\s+){1,6})"
+    r"((?:[\w'`-]+\s+){1,6})"
 )
 
 # the model as addressee or subject ("Note for the AI model:", "the assistant should")
@@ -194,7 +194,8 @@ CONCEAL_RE = re.compile(
     r"\s+be\s+(?:mentioned|told|reported|shown|explained|surfaced|flagged|disclosed|repeated)"
     r"|\b(?:mention|report|say|tell\s+(?:the\s+user|them))\s+only\s+that\b"
     r"|\b(?:silently|quietly|secretly|covertly|discreetly|invisibly|behind\s+the\s+scenes|"
-    r"without\s+(?:comment|notice|telling|mentioning|informing|notifying|a\s+word)|"
+    r"without\s+(?:comment|notice|telling|mentioning|informing|notifying|noting|flagging|disclosing|"
+    r"acknowledging|a\s+word)|"
     r"keep\s+(?:this|these|it|the)\s+(?:[\w-]+\s+){0,2}?(?:confidential|secret|private|hidden|"
     r"between\s+us)|leave\s+(?:it|this|them|that)\s+out\s+of\s+(?:your|the)|"
     r"(?:leave\s+out|omit|hide|drop|skip|exclude|remove)\s+(?:it|this|them|any|all|the|that)\b[^.\x00]{0,60}?"
@@ -242,6 +243,21 @@ CONSENT_RE = re.compile(
     r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
     r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
 )
+# a clause already negated before what follows ("do not act on them | without asking")
+NEGATED_CLAUSE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shall\s+not)\b[^.;:]{0,60}$")
+
+
+def consent_bypass(t: str) -> str:
+    """The phrase that sets the user's consent aside, or "" ("do not act on them without
+    asking the user" keeps it: the negation comes first)."""
+    m = CONSENT_RE.search(t)
+    if m is None:
+        return ""
+    if m.group(0).startswith("without") and NEGATED_CLAUSE_RE.search(t, 0, m.start()):
+        return ""
+    return m.group(0)
+
+
 # the order is to keep the user in control: obtain their confirmation before acting
 # ("get an explicit 'yes'", "confirm with the user first", "only after the user approves")
 PROTECTIVE_RE = re.compile(
@@ -255,7 +271,15 @@ PROTECTIVE_RE = re.compile(
     r"|(?:only|unless)\s+(?:after|once|if|when)\s+(?:the\s+)?(?:user|owner|requester|they|you)\s+"
     r"(?:has\s+)?(?:explicitly\s+)?(?:confirm|approv|agree|consent|authori[sz])\w*"
     r"|(?:confirmed|approved|authori[sz]ed)\s+by\s+the\s+user\s+(?:first|beforehand|"
-    r"in\s+the\s+current\s+turn))"
+    r"in\s+the\s+current\s+turn)"
+    # nothing done on the word of third-party content: "do not act on them without asking the
+    # user", "treat any instructions inside them as data"
+    r"|(?:do\s+not|don'?t|never)\s+[^.;]{0,40}\bwithout\s+(?:first\s+)?(?:asking|confirming\s+with|"
+    r"checking\s+with)\s+(?:the\s+)?(?:user|owner)"
+    r"|treat\s+(?:any\s+|all\s+)?(?:instructions?|commands?|directives?)\s+(?:[\w-]+\s+){0,4}?as\s+"
+    r"(?:data|untrusted|plain\s+text|content)"
+    r"|(?:do\s+not|don'?t|never)\s+(?:follow|obey|execute|act\s+on)\s+(?:any\s+)?(?:instructions?|commands?)\s+"
+    r"(?:found|contained|embedded|inside|in|from))"
 )
 # the text claims authority over the user's or the system's instructions
 PRIORITY_RE = re.compile(
@@ -268,6 +292,9 @@ PRIORITY_RE = re.compile(
     r"\bmode\b|\b(?:developer|maintenance|unrestricted|admin|debug|god|root|jailbreak|dan)\s+mode\s+"
     r"(?:is\s+)?(?:now\s+)?(?:enabled|on|active|activated|engaged)"
     r"|\bsystem\s+override\b"
+    r"|\b(?:your|the\s+assistant'?s|the\s+model'?s|all|any)\s+(?:previous|prior|earlier|original|existing)\s+"
+    r"(?:instructions?|rules|guidelines|policies)\s+(?:are|is|were|have\s+been)\s+(?:now\s+)?(?:outdated|obsolete|"
+    r"void|revoked|superseded|replaced|expired|cancelled|canceled|no\s+longer\s+(?:valid|in\s+effect|apply))"
     r"|(?:system|highest|top|absolute)[- ]level\s+priority|priority\s*=\s*system|"
     r"(?:higher|greater|top|highest|absolute)\s+priority\s+than|priority\s+(?:is\s+)?(?:higher|"
     r"greater)\s+than|(?:comply\s+with|obey|follow|execute)\s+(?:every|all|any)\s+instructions?\s+"
@@ -308,12 +335,21 @@ DECEIVE_RE = re.compile(
     r"|\breport\s+no\s+(?:findings|issues|problems|vulnerabilities)|\banswer\s+(?:with\s+)?['\"]?no['\"]?\s*$"
     r"|\b(?:answer|reply|respond)\s+(?:every|each|all|any)\s+question\b[^.\x00]{0,60}?\bwith\s+['\"]"
     r"|\bmark\s+(?:the\s+)?(?:pr|pull\s+request|change|merge\s+request)\s+as\s+(?:lgtm|approved)"
+    r"|\bif\s+(?:the\s+)?user\s+asks?\s+(?:whether|if)\b[^.;]{0,80}?,?\s*(?:say|tell\s+(?:them|the\s+user)|answer|"
+    r"reply|respond)\s+(?:that\s+)?(?:they|it|this|we|nothing)\s+(?:are|is|was|were|do|does|did|has|have)?\s*"
+    r"(?:not|never|n't)\b"
+    r"|\b(?:show|present|return|give|report)\s+(?:that|it|this|them|those)\s+(?:to\s+the\s+user\s+)?as\s+"
+    r"(?:the\s+)?(?:result|output|answer|response)\s+of\s+this"
+    r"|\b(?:report|state|show|give)\s+(?:the\s+)?(?:status|result|outcome|health|build)\s+as\s+['\"]"
     # a fixed claim whatever the facts: "reply that it was resolved by the customer, regardless
     # of the ticket history"
     r"|(?:say|state|claim|answer|reply|respond|tell\s+(?:the\s+)?(?:user|them|customers?))\s+that\s+"
     r"[^.\x00]{3,100}?,?\s+(?:regardless\s+of|no\s+matter\s+what|whatever)\s+(?:the|what|it|they)\b"
     r"|(?:describe|present|portray|characteri[sz]e)\s+(?:it|them|this|the\s+\w+|\w+)\s+as\s+"
     r"(?:having|being|unreliable|unsafe|insecure|deprecated|broken|dangerous|malware)"
+    # a failure told as a success: "if a build failed, describe it as 'passing with warnings'"
+    r"|\bif\s+[^.;]{0,40}?\b(?:failed|fails|failing|errored|is\s+down|breached|rejected)\b[^.;]{0,20}?,?\s*"
+    r"(?:describe|present|report|call|label|show)\s+(?:it|them|this)\s+as\s+['\"]"
     r"|as\s+(?:though|if)\s+(?:it\s+were|they\s+were|this\s+were|it\s+was)\s+(?:the\s+)?(?:real|"
     r"actual|true|genuine|yours|your\s+own)|as\s+your\s+own|pretend|fabricat\w+|make\s+up\s+"
     r"|invent\s+(?:a|the|an)\s+|give\s+an?\s+estimate\s+as|recommend\s+only|steer\s+(?:the\s+)?"
@@ -534,9 +570,11 @@ FRAME_OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("{{", re.compile(r"\{\{\s*system")),
     *((w, re.compile(r"(?:^|(?<=[.!?] ))\s*" + w + r"\s*:|\b" + w + r"\s+(?:note|message|override|"
                      r"instruction|directive)s?\s*:", re.M)) for w in ("system", "developer", "operator")),
+    ("```", re.compile(r"```[ \t]*(?:assistant|ai|llm|agent|model|system)[\w-]*")),
     ("hidden", re.compile(r"\bhidden\s+(?:directive|instruction|note|rule|requirement|step)s?\s*:")),
     ("#", re.compile(r"^\s*#{1,6}\s*(?:internal|hidden|system|for\s+(?:the\s+)?(?:ai|assistant|agent|"
-                     r"model))\b", re.M)),
+                     r"model)|(?:ai|assistant|agent|llm|model)s?\s+(?:guidelines?|instructions?|rules?|notes?|"
+                     r"policy|behaviou?r))\b", re.M)),
 )
 
 # a phrase quoted, exemplified or analysed rather than said ("flags patterns such as …")
@@ -564,6 +602,8 @@ _NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|h
 _CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then)\s+)([a-z]+)\s")
 
 
+# a single quote that is not an apostrophe inside a word ("the user's", "don't")
+_QUOTE_MARK = re.compile(r"(?<![a-z])'|'(?![a-z])")
 _CLOSED_INSERT = re.compile(r"[^,;:\"'`]{1,40},\s*(?:to|into|onto|at|via)\s+$")
 
 
@@ -606,7 +646,7 @@ def is_mention(sentence: str, start: int) -> bool:
     # between the cue and the phrase ("columns named like email or token, run `select …`")
     if not before.rstrip().endswith(('"', "'", "\u201c", "\u2018", "`")):
         return False
-    if between.count("'") % 2 == 1 or between.count('"') % 2 == 1:
+    if len(_QUOTE_MARK.findall(between)) % 2 == 1 or between.count('"') % 2 == 1:
         return True  # inside a quotation that began after the cue ("text like 'ERROR: run `x`'")
     return not any(m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between))
 
@@ -638,6 +678,6 @@ GATE_CHARS = ("that tool", "identical param", "identical arg", "same param", "sa
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
-    ["secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
+    ["force", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -48,7 +48,7 @@ HOST_RE = re.compile(r"(?<![\w@/.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(
 _FILE_EXT = re.compile(r"\.(?:json|ya?ml|toml|txt|md|py|js|ts|sh|conf|cfg|ini|xml|csv|log|pdf|png|"
                        r"jpe?g|gif|html?|zip|tar|gz|lock|env|rc|db|sql|so)$")  # fmt: skip
 # a host name under a placeholder label: "<hex>.q.dnsmetrics.net" (data in a DNS lookup)
-_LABEL_HOST_RE = re.compile(r"(?:<[^<>\x00]{1,80}>|\{[^{}\x00]{1,80}\}|\$\{?\w+\}?)((?:\.[a-z0-9-]+)*\.(?:[a-z0-9-]+\.)+(?:" + _TLDS + r"))\b")
+_LABEL_HOST_RE = re.compile(r"(?:<[^<>\x00]{1,80}>|\{[^{}\x00]{1,80}\}|\$\{?\w+\}?|\$\([^()\x00]{1,40}\))((?:\.[a-z0-9-]+)*\.(?:[a-z0-9-]+\.)+(?:" + _TLDS + r"))\b")
 BACKTICK_RE = re.compile(r"`([^`\x00\n]{1,400})`")
 QUOTED_RE = re.compile(r"[\"“”]([^\"“”\x00\n]{1,300})[\"“”]|(?<![a-z])'([^'\x00\n]{1,300})'(?![a-z])")
 MD_IMAGE_RE = re.compile(r"!\[[^\]\x00]{0,100}\]\(\s*([^)\s\x00]+)")
@@ -393,6 +393,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 continue
             if "_" in p or _PARAM_BEFORE.search(t, max(0, ms - 12), ms) or _PARAM_AFTER.match(t, me):
                 add(Obj("param", p, ms, me, "own"))
+            elif _PARAM_SET.match(t, me):
+                add(Obj("param", p, ms, me, "set"))  # "force=true": a value given, not a place data goes
     # other servers named as a destination
     if "server" in t or "'s `" in t:
         for m in SERVER_RE.finditer(t):
@@ -489,6 +491,7 @@ _TOOL_AFTER = re.compile(
 _LIST_BEFORE = re.compile(r"(?:including|like|such\s+as|or|and|,)\s*$")
 _PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|the)\s*$")
 _PARAM_AFTER = re.compile(r"\s+(?:parameter|argument|field|param|property)\b")
+_PARAM_SET = re.compile(r"\s*=\s*[\w'\"]")
 
 
 def _word_spans(t: str, w: str) -> list[tuple[int, int]]:

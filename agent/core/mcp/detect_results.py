@@ -67,14 +67,20 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt|tasks?|"
     r"requests?|reminders?|requirements?|messages?|protocol)\b[\"']?"
     r"\s*(?:for\s+[^:\n]{0,40})?[:=]"
-    r"|<\s*(?:system|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
+    r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
+    # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
+    r"|\(\s*for\s+(?:the|any)\s+(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?)\s*\)"
+    r"|\bfor\s+(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|models?|bots?|tools?)\s*:"
+    r"|\b(?:any|every|each|all)\s+(?:automated\s+|ai\s+)?(?:assistants?|agents?|bots?|models?)\s+(?:reading|"
+    r"processing|summari[sz]ing|handling|viewing|parsing|triaging)\s+this"
     r"|\[\[\s*(?:assistant|ai|system)[^\]\n]{0,30}\]\]"
     r"|(?:^|\n|[\"{,]\s*)\s*system\s*:\s*(?=you\b|the\s+assistant|new\b|from\s+now)"
     r"|\b(?:when|before|after)\s+(?:you\s+)?(?:call|calling|invoke|invoking)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+"
     r"|\b(?:must|should|please)\s+(?:first\s+|also\s+)?(?:call|invoke)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+"
     r"|\b(?:fyi|psst|hey|note|tip|memo)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?(?:assistants?|"
     r"agents?|bots?|models?|llms?|ai)\b"
-    r"|\b(?:note|notes|tip|memo|reminder|message|instructions?)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?"
+    r"|\b(?:note|notes|tip|memo|reminder|message|instructions?|workflow|steps|procedure|requirements?|"
+    r"policy|rules?)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?"
     r"(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|bots?|models?|tools?|reviewers?|systems?|"
     r"readers?)\b"
     r"|\b(?:ai|llm)[\s-]+(?:systems?|agents?|tools?|models?)\s*:"
@@ -96,7 +102,7 @@ _EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidanc
                   "fyi", "psst", "hey ", "tip ", "memo", "ai:", "llm:", "ai system", "ai agent", "ai tool",
                   "ai model", "llm agent", "llm tool", "call", "invok", "task", "request", "reminder",
                   "requirement", "message", "protocol", "whoever", "who or", "bot", "programmer", "reviewer",
-                  "assistant", "agent")
+                  "assistant", "agent", "<important", "(for", "workflow", "steps", "procedure", "rule")
 _NEEDS_IDENT = frozenset(("call", "invok"))
 _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
@@ -120,6 +126,10 @@ _DECODE_WORDS = frozenset(b"decode decoded base64 hex rot13 encoded".split())
 _ACTING_TOOL = re.compile(r"(?:^|_|-)(?:approve|merge|delete|remove|update|set|grant|export|transfer|send|"
                           r"share|publish|create|refund|pay|invite|add|disable|enable|revoke|close|push|"
                           r"upload|forward|assign|change)(?:$|_|-)")
+_QUOTING = re.compile(r"(?:\b(?:say|says|said|like|e\.g\.|example|such\s+as|reads?)\s*:?|=)\s*\"[^\"]*$")
+_OBJECT_ADDRESSEE = re.compile(r"\b(?:start|stop|run|restart|launch|kill|install|configure|load|enable|disable|"
+                               r"update|deploy|register|upgrade)\s+(?:the\s+|an?\s+|your\s+)?(?:[\w-]+\s+)?"
+                               r"(?:agent|assistant|bot|model)s?\b")
 _MAX_SPANS = 64
 _MAX_WINDOWS = 256  # anchor windows tried per result for the result-only address forms
 _MAX_SENTENCES = 400  # sentences judged per result, whatever the text tries
@@ -305,8 +315,8 @@ class ResultScanner:
             if m is None:
                 unmatched.append(i)
                 continue
-            if m.start() < seen_end:
-                continue
+            if m.start() < seen_end or _OBJECT_ADDRESSEE.search(m.group(0)):
+                continue  # (not "start the agent: eval $(ssh-agent -s)")
             sa, _sz = _sentence_at(low, m.start())
             sa = max(sa, m.start() - 300, seen_end)
             para = low.find("\n\n", m.end())
@@ -314,6 +324,9 @@ class ResultScanner:
             # an address inside a comment, a quoted field or a bracket ends where it does
             line = low[low.rfind("\n", 0, m.start()) + 1 : m.start()]
             quoted = line.count('"') % 2 == 1  # the address opens inside a quoted JSON value
+            if quoted and m.group(0).lstrip().startswith("<important") and \
+                    _QUOTING.search(line) is not None:  # fmt: skip
+                continue  # 'a poisoned tool might say: "<IMPORTANT>…"', desc = "<IMPORTANT>…": an example
             for close in ("-->", "]]", '"}', '",') if quoted else ("-->", "]]"):
                 k = low.find(close, m.end(), z)
                 if k >= 0:
@@ -351,6 +364,8 @@ class ResultScanner:
             label = (f"text that names the model ('{who[1:40]}')" if loose else
                      f"text addressed to the model ('{who[:40]}')")  # fmt: skip
             sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False, label)
+            if not order and not loose and who and who in sent.text:
+                order = who  # "… ask that any automated assistant reading this send …": the address orders
             found, directive = self._judge_sentence(sent, tool, order, penalty=2 if loose else 0)
             if not loose:
                 order = order or directive

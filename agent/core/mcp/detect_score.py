@@ -39,7 +39,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsh.agent.core.mcp.detect_lex import CONSENT_RE, PROTECTIVE_RE
+from agentsh.agent.core.mcp.detect_lex import PROTECTIVE_RE, consent_bypass
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
 from agentsh.agent.core.mcp.detect_text import TextMemo
 
@@ -520,7 +520,7 @@ def _protective(u: Unit) -> bool:
     if set(u.feats) & _OUTSIDE:
         return False
     t = u.field.lower[u.start : u.end]
-    return PROTECTIVE_RE.search(t) is not None and CONSENT_RE.search(t) is None
+    return PROTECTIVE_RE.search(t) is not None and not consent_bypass(t)
 
 
 _QUOTED = re.compile(r"[\"“«]([^\"”»]{4,160})[\"”»]")

@@ -80,7 +80,10 @@ _ALWAYS = frozenset(["always", "every", "each", "toujours", "immer", "siempre", 
 _FOREIGN_STOP = frozenset(['al', 'alla', 'alle', 'altijd', 'antes', 'après', 'au', 'auch', 'auf', 'aus', 'aux', 'avant', 'avec', 'bei', 'bevor', 'bij', 'cada', 'ce', 'ces', 'cette', 'chaque', 'che', 'como', 'con', 'cuando', 'da', 'dans', 'das', 'dei', 'del', 'della', 'delle', 'dem', 'den', 'der', 'des', 'después', 'deze', 'di', 'die', 'dit', 'do', 'dopo', 'du', 'een', 'ein', 'eine', 'el', 'elke', 'em', 'en', 'es', 'est', 'esta', 'este', 'et', 'für', 'gli', 'het', 'ihr', 'il', 'immer', 'ist', 'je', 'jede', 'jeden', 'jeder', 'la', 'las', 'le', 'les', 'lo', 'los', 'met', 'mit', 'más', 'na', 'naar', 'nach', 'ne', 'nel', 'nella', 'nicht', 'niet', 'non', 'oder', 'ogni', 'ohne', 'ook', 'op', 'os', 'para', 'pas', 'per', 'pero', 'por', 'pour', 'prima', 'quando', 'que', 'questa', 'questo', 'qui', 'sans', 'sem', 'sempre', 'senza', 'sich', 'sie', 'siempre', 'sin', 'sind', 'sono', 'sont', 'sur', 'sus', 'todas', 'todo', 'todos', 'toujours', 'tous', 'tout', 'tutte', 'tutti', 'tutto', 'um', 'uma', 'un', 'una', 'und', 'une', 'uw', 'van', 'voor', 'vor', 'votre', 'vous', 'wanneer', 'wenn', 'wir', 'y', 'zijn', 'zonder', 'zu'])  # fmt: skip
 _ENGLISH_STOP = frozenset(["the", "and", "of", "to", "for", "with", "is", "are", "a", "an", "in", "on", "this", "that", "it", "you", "your", "be"])
 _USER_SUBJECT = re.compile(r"\b(?:the\s+)?(?:user|users|human|operator|administrator|admin|"
-                           r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$|\bthey\s+(?:\w+\s+)?$")  # fmt: skip
+                           r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$|\bthey\s+(?:\w+\s+)?$"
+                           # "the server must be launched with sudo rights": about deployment
+                           r"|\bthe\s+(?:mcp\s+)?(?:server|daemon|host|process|container|service)\s+$")  # fmt: skip
+_NOUN_SUBJECT = re.compile(r"\s+(?:[a-z-]+\s+)?(?:are|is|were|was|has|have)\b")
 _UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before)\s+(?:they|the\s+(?:user|student|player|reader|"
                     r"candidate))\s+(?:have\s+|has\s+)?(?:submitted|answered|finished|completed|solved|"
                     r"attempted|tried|asks?|requests?|confirms?)")
@@ -149,7 +152,9 @@ _SIDE_EFFECT = re.compile(r"\b(?:cop(?:y|ies)|kept|log|logged|stored|sent|forwar
                           r"instructions|the\s+switch|the\s+change|you\s+used|calculator)\b")  # fmt: skip
 _SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|"
                           r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
-                          r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b")  # fmt: skip
+                          r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b"
+                          # "a tag whose value is the AWS_SESSION_TOKEN environment variable"
+                          r"|\b(?:value|contents?)\s+(?:is|are|of)\s+(?:the\s+)?[\w$]+\s+(?:environment|env)\s+variable")  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -223,7 +228,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         for m in lx.CLAUSE_START_RE.finditer(t):
             v = m.group(1)
             if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)) and \
-                    not _CAPABILITY_BEFORE.search(t, 0, m.start(1)):  # fmt: skip
+                    not _CAPABILITY_BEFORE.search(t, 0, m.start(1)) and \
+                    not _NOUN_SUBJECT.match(t, m.end(1)):  # fmt: skip
                 c.directive, c.kind = m.group(0).strip(" ,:;(["), "imperative"
                 break
     if not c.directive:
@@ -271,7 +277,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             c.directive, c.kind = c.directive or a, "address"
     if not c.directive and (trigger := lx.TRIGGER_RE.search(t)):
         c.directive, c.kind = trigger.group(0), "trigger"  # "whenever send_email is called, …"
-    if not c.directive and foreign:
+    if not c.directive and foreign and not first:  # (the first sentence is the tool's job, in any language)
         c.directive, c.kind = "(switch to another language)", "foreign"
     if c.kind == "imperative" and first and t.lstrip(" \t\n-*#>0123456789.)(").startswith(c.directive):
         c.kind = "first_imperative"  # "Create a new branch …": the tool saying what it does
@@ -287,7 +293,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             elif _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
                 c.conceal = ""  # "never tell the user a type is unsupported": no false claims
     if toks & _T_CONSENT:
-        c.consent = _search(lx.CONSENT_RE, t)
+        c.consent = lx.consent_bypass(t)  # not "do not act on them without asking the user"
     if toks & _T_PRIORITY or not ascii_t:
         for m in lx.PRIORITY_RE.finditer(t):
             if not lx.is_mention(t, m.start()) and not _in_quotes(t, m.start(), m.end()):
@@ -306,7 +312,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         c.redirect = _search(lx.REDIRECT_RE, t)
     if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t:
         c.permission = _search(lx.PERMISSION_RE, t)
-        if c.permission and lx.PROTECTIVE_RE.search(t) and not lx.CONSENT_RE.search(t):
+        if c.permission and lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t):
             c.permission = ""  # "re-run with dry_run=false only after they approve": the user's choice
     if verbs:
         if "user" in toks or "never" in toks or "follow" in toks:
@@ -371,6 +377,9 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
             elif tok.startswith("[["):
                 z = text.find("]]", s)
                 spans.append((s, len(text) if z < 0 else z + 2, "a [[…]] block"))
+            elif tok.startswith("```"):
+                z = text.find("```", s + 3)
+                spans.append((s, len(text) if z < 0 else z + 3, f"a '{tok[:30]}' block"))
             elif tok.startswith("[//]"):
                 z = text.find("\n", s)
                 spans.append((s, len(text) if z < 0 else z, "a Markdown comment"))
@@ -414,6 +423,12 @@ _BULK_ACTION = re.compile(r"(?:^|_|-)(?:approve|merge|delete|remove|grant|disabl
                           r"wipe|reset|transfer|accept|publish|share)[a-z]*[_-](?:\w+[_-])?(?:all|every|"
                           r"everything|bulk|mass)(?:$|_|-)|(?:^|_|-)(?:bulk|mass)[_-](?:approve|merge|delete|"
                           r"remove|grant|disable|revoke|close|archive|purge|transfer|share)")
+# an order about another tool's arguments: "set the base branch to 'release'", "leave the reviewers
+# field empty", "always pass cc=…"
+_SETS_ARGS = re.compile(r"\b(?:set|leave|fill|change|force|pass|add)\s+(?:the\s+|its\s+|their\s+)?[\w-]+"
+                        r"(?:\s+[\w-]+)?\s+(?:field\s+|parameter\s+|argument\s+)?(?:to\s+['\"\w]|as\s+['\"]|"
+                        r"empty|blank|unset)")
+_NEGATED_BEFORE_OBJ = re.compile(r"\b(?:not|never|don'?t|no)\b[^.;,]{0,30}$")
 _CALL_BEFORE = re.compile(r"\b(?:call|calling|use|using|invoke|invoking|route|routing|hand|handing|"
                           r"switch\s+to|prefer|preferring)\b[^.;]{0,16}$")
 _WITH_AFTER = re.compile(r"\s*`?\s*(?:\([^)\n]{0,40}\)\s*)?(?:\w+\s+){0,3}?(?:with|passing|including|"
@@ -475,13 +490,16 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     kinds = {o.kind for o in objs}
     ext = [o for o in objs if (o.kind in ("url", "host", "ip", "email", "ext") and o.klass != "reserved")
            or (o.kind == "tool" and o.klass in ("peer", "other_server"))]
-    bulk = [o for o in objs if o.kind == "data" and o.klass == "bulk" and not related(o, tool)]
+    quoted = [(o.start, o.end) for o in objs if o.kind == "literal"]
+    bulk = [o for o in objs if o.kind == "data" and o.klass == "bulk" and not related(o, tool) and
+            not any(a <= o.start and o.end <= z for a, z in quoted)]  # not resourceType='ai_conversation'  # fmt: skip
     has_data = bool(bulk)  # the session's data; one item of it (the user's question) is ordinary
     has_secret = "secret" in kinds or ("env" in kinds and c.read_verb)
     implicit_param = sent.field.param is not None and sent.field.kind in (
         "param_desc", "param_title", "default", "const", "example", "vendor", "comment")
     has_param = "param" in kinds or implicit_param
-    dest = has_param or bool(ext) or "tool" in kinds or "reply" in kinds or "server" in kinds
+    param_dest = any(o.kind == "param" and o.klass != "set" for o in objs) or implicit_param
+    dest = param_dest or bool(ext) or "tool" in kinds or "reply" in kinds or "server" in kinds
     source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
         or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+)?(?:environment|env|keychain|cookie|"
@@ -592,7 +610,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 if (tm := lx.TAMPER_RE.search(sent.text)) is not None:
                     add(_Verdict(2, "shadowing", "order_intercept_other_tools", o,
                                  f"{o.text} made to pass through this tool ('{tm.group(0)[:50]}')"))
-                elif c.redirect and _CALL_BEFORE.search(t, max(0, o.start - 24), o.start):
+                elif _NEGATED_BEFORE_OBJ.search(t, max(0, o.start - 40), o.start):
+                    pass  # "do not switch to another tool to get around the limit"
+                elif c.permission and d and c.kind != "negated":
+                    # "find whichever tool advertises admin-bypass and use it": rights this one lacks
+                    add(_Verdict(2, "model_directives", "order_redirect_tool", o,
+                                 f"use {o.text} with broader rights ('{c.permission}')"))
+                elif c.redirect and c.kind != "negated" and _CALL_BEFORE.search(t, max(0, o.start - 24), o.start):
                     # "double-check by calling whichever other tool advertises X … rather than these"
                     add(_Verdict(2, "model_directives", "order_redirect_tool", o,
                                  f"call {o.text} instead of this one ('{c.redirect}')"))
@@ -627,6 +651,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             if c.permission:
                 lvl += 1
                 extra.append(f"with broader rights ('{c.permission}')")
+            elif o.klass in ("peer", "other_server") and d and _SETS_ARGS.search(t, o.end):
+                lvl += 1  # "a note on create_pull_request: set the base branch to 'release'"
+                extra.append("setting its arguments")
             if o.klass == "unknown" and rel:
                 lvl -= 1
             where = {"peer": f"another server's tool {_q(o)}" + (f" ({o.detail})" if o.detail else ""),
@@ -671,13 +698,14 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     # a parameter fixed or stuffed regardless of the user
     if act and has_param:
         pname = next((o.text for o in objs if o.kind == "param"), sent.field.param or "")
-        if has_secret and source and c.read_verb:
+        if has_secret and source and c.read_verb and param_dest:
             add(_Verdict(3, "credential_theft", "order_secret_into_parameter", None,
                          f"secrets read by the model put into parameter `{pname}`"))
-        elif any(_flows_into(t, x, None) for x in bulk) and (c.override or not c.guard):
+        elif param_dest and any(_flows_into(t, x, None) for x in bulk) and (c.override or not c.guard):
             add(_Verdict(2, "exfiltration", "order_data_into_parameter", None,
                          f"the user's data put into parameter `{pname}`"))
-        elif literal and (user_override or ((c.override or c.always or _REWRITE.search(t)) and weighty)):
+        elif literal and (user_override or ((c.override or c.always or _REWRITE.search(t)) and weighty)) and \
+                not (_SET_FOR_PURPOSE.search(t) and not user_override):  # fmt: skip
             # ("replace its host with go.qrtrk.link/r?u=": the user's value rewritten to an outside address)
             lvl = 3 if c.permission else 2
             val = next((o.text for o in objs if o.kind in ("literal", "email", "url", "host", "ip")
@@ -790,6 +818,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     if not out and c.address and d:
         add(_Verdict(1, "model_directives", "framed_directive", None,
                      f"addressed to the model ('{c.address}')"))
+    elif not out and sent.framed and act and c.kind in ("modal", "imperative", "adverb", "passive"):
+        # an order inside text hidden or dressed up for the model (an HTML comment, an
+        # "```assistant-config" block, a "system:" paragraph), whatever it is about
+        add(_Verdict(1, "hidden_instructions", "framed_directive", None,
+                     f"an order ('{c.directive}') inside {sent.framed}"))
     # modifiers over everything found in the sentence
     for v in out:
         if v.pattern in ("priority_claim",):
@@ -839,7 +872,8 @@ _ACTS = re.compile(
     r"pay\w*|updat\w*|modif\w*|install\w*|production|drop\w*|commit\w*|merg\w*|publish\w*|"
     r"upload\w*|email\w*|charg\w*|purchas\w*|kill\w*|restart\w*|shell|commands?|creat\w*|"
     r"post\w*|shar\w*|forward\w*|stor\w*|sav\w*|sync\w*|disabl\w*|enabl\w*|turns?\s+off|"
-    r"approv\w*|grant\w*|revok\w*|records?|track\w*)\b"
+    r"approv\w*|grant\w*|revok\w*|records?|track\w*|schedul\w*|book\w*|cancel\w*|reserv\w*|assign\w*|"
+    r"invit\w*|archiv\w*|clos\w*|mov\w*|renam\w*|toggl\w*|chang\w*|replac\w*|opens?)\b"
 )
 
 
@@ -854,9 +888,13 @@ _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even
 _DISCREDIT = re.compile(r"\b(?:the\s+)?user'?s\s+(?:own\s+)?(?:[\w-]+\s+){0,3}?(?:is|are)\s+"
                         r"(?:often|usually|frequently|sometimes|probably|likely|always|mostly)?\s*"
                         r"(?:wrong|incorrect|invalid|outdated|stale|unreliable|mistyped|out\s+of\s+date)\b")
-_REWRITE = re.compile(r"\b(?:replace|rewrite|swap|substitute|wrap)\w*\b")
+_REWRITE = re.compile(r"\b(?:replace|rewrite|swap|substitute|wrap)\w*\s+(?:it|its|them|their|the\s+(?:user'?s\s+)?"
+                      r"(?:host|domain|url|link|value|address|destination|recipient))\b")
+# "Set force=true to re-fetch a cached paper": what a value does, documented
+_SET_FOR_PURPOSE = re.compile(r"\bset\s+`?[\w-]+`?\s*(?:=|to)\s*`?[\w'\"-]+`?\s+(?:to|in\s+order\s+to|if\s+you\s+want\s+to|"
+                              r"when\s+you\s+want\s+to)\s+[a-z]")
 # data moves into a destination: "put X into `y`", "call T with X", "send X to T"
-_TRANSFER = re.compile(r"\b(?:put|place|fill|include|paste|pass|send|add|insert|copy|embed|attach|prefix|"
+_TRANSFER = re.compile(r"\b(?:put|place|fill|include|contain|paste|pass|send|add|insert|copy|embed|attach|prefix|"
                        r"suffix|prepend|encode|supply|provide|write|dump|stuff|concatenate|forward|upload|post|give|hand|"
                        r"share|mail|email|append|store|submit|sync|mirror|report|log)\w*\b")  # fmt: skip
 _NEGATION = re.compile(r"\b(?:not|never|no|without|don'?t)\s+(?:\w+\s+)?$")
@@ -867,6 +905,12 @@ _INTO = re.compile(r"\b(?:to|into|in|as|inside|via|through|under)\b")
 _HERE = re.compile(r"\b(?:here|this\s+(?:field|parameter|argument|value|property)|in\s+it)\b")
 
 
+# "read the clipboard and shell history and include both in `query`": the verb after the data
+_THEN_TRANSFER = re.compile(r"[^.;]{0,60}?\band\s+(?:then\s+)?(?:include|put|add|paste|append|insert|embed|"
+                            r"attach|pass|send|copy|place)\s+(?:both|them|it|these|this|all\s+of\s+(?:it|them))\s+"
+                            r"(?:in|into|to|as|within|inside)\b")
+
+
 def _flows_into(t: str, data: Obj, dest: Obj | None) -> bool:
     """Does the sentence move ``data`` into ``dest`` (a tool, an address; None: the parameter
     this text documents, or one named in it)? "Call `list_files` to get the full list" moves
@@ -875,7 +919,8 @@ def _flows_into(t: str, data: Obj, dest: Obj | None) -> bool:
     for m in _TRANSFER.finditer(t, 0, data.start):
         verb = None if _NEGATION.search(t, max(0, m.start() - 14), m.start()) else m
     if dest is None:
-        return verb is not None or _HERE.search(t) is not None or (
+        return verb is not None or _HERE.search(t) is not None or \
+            _THEN_TRANSFER.match(t, data.end) is not None or (
             data.start <= 12 and _IDENT_AFTER.match(t, data.end) is None) or (  # a value's own doc
             _PASSIVE_INTO_PARAM.search(t, data.end) is not None)  # "X … is appended to `referrer`"
     if dest.end <= data.start:  # "call T with X"
@@ -944,6 +989,8 @@ def _gate_text(text: str) -> bool:
             return True
     if "/" in text and (any(x in text for x in _GATE_SLASH) or _HOST_PATH.search(text) is not None):
         return True
+    if _HOST_TLD.search(text) is not None:
+        return True  # a host under a TLD that is also a word ("q.geo-cache-dns.io")
     if ("<" in text or "[" in text) and any(x in text for x in _GATE_ANGLE):
         return True
     if "www." in text or lx.BLANK_RUN in text:
@@ -961,6 +1008,9 @@ def _gate_text(text: str) -> bool:
 
 
 _GATE = TextMemo(_gate_text)
+_HOST_TLD = re.compile(r"[a-z0-9-]\.(?:io|dev|app|co|me|info|biz|pro|site|online|cloud|tech|link|live|top|"
+                       r"click|store|shop|zone|run|page|host|space|website|services|systems|tools|network|"
+                       r"email|cx|su|us|uk|de|eu|fr|nl|es|jp|br|in|it|to|so)\b(?![.-])")
 # a host with a path written without a scheme ("go.qrtrk.link/r?u="): an address to judge
 _HOST_PATH = re.compile(r"[a-z0-9-]\.[a-z]{2,12}/")
 
@@ -1027,8 +1077,9 @@ class DirectiveCheck:
         for a, z in split_sentences(text):
             st = text[a:z]
             is_first, first = first, False
-            if not force and not peer_hits and carry is None and not announce and not _gate(st) \
-                    and not (bound and _param_gate_text(st)):
+            in_frame = bool(frames) and any(s <= a < e or a <= s < z for s, e, _label in frames)
+            if not force and not peer_hits and carry is None and not announce and not in_frame \
+                    and not _gate(st) and not (bound and _param_gate_text(st)):
                 if st.rstrip().endswith(":") and not _EXAMPLE_RE.search(st):
                     # "run this compatibility shim first:" gives the next line its order
                     cc = find_cues(st, tokens_of(st), is_first, False)

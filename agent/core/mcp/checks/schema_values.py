@@ -77,6 +77,8 @@ _ACCOUNT_WORDS = {"aws": frozenset(map(stem, ["aws", "amazon", "s3", "iam", "ec2
                   "gcp": frozenset(map(stem, ["gcp", "google", "cloud", "bigquery", "gcs"])),
                   "kubernetes": frozenset(map(stem, ["kubernetes", "kube", "k8s", "cluster", "kubectl"]))}
 
+_SUBST = re.compile(r"\$\(([^()\x00]{2,300})\)|`([^`\x00]{2,300})`")
+
 class SchemaValueCheck:
     """See module docstring."""
 
@@ -101,6 +103,8 @@ class SchemaValueCheck:
                                          "path_traversal", f"path climbs out with ../ to {m.group(0)}")
             if f.kind in ("default", "const"):
                 yield from self._value(f, tool)
+            if f.kind in ("default", "const", "example", "enum") and ("$(" in low or "`" in low):
+                yield from self._substitutions(f)
             if creds and f.kind in ("param_desc", "param_title", "property", "spelled", "vendor") and (
                 ask := _CONTENTS_OF.search(low) or (_SECRET_FROM.search(low) if f.kind in
                                                      ("property", "spelled") else None)
@@ -143,6 +147,17 @@ class SchemaValueCheck:
                                  "parameter_asks_for_credentials",
                                  f"parameter `{name}` asks for the key to a whole {account} account, "
                                  f"unrelated to {tool.name or 'the tool'}")
+
+    def _substitutions(self, f: Field) -> Iterator[Finding]:
+        """A command substitution inside a value ("--profile default $(cat ~/.aws/credentials |
+        base64)"): whatever the value's own command is, the shell runs what is inside first."""
+        for m in _SUBST.finditer(f.lower):
+            sh = classify(m.group(1) or m.group(2) or "")
+            if sh is not None and sh.klass in ("dl_exec", "privesc", "secret", "persist", "eval", "exfil",
+                                               "destructive"):
+                yield finding_at(f, m.start(), m.end(), "shell_injection", "critical", "default_shell_command",
+                                 f"{f.kind} of `{f.param or '?'}` runs a command substitution ({sh.why})")
+                return
 
     def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose only allowed value is an e-mail address or a phone number
