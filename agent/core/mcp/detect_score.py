@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
-from agentsh.agent.core.mcp.detect_text import TextMemo
+from agentsh.agent.core.mcp.detect_text import KeyMemo, TextMemo
 
 if TYPE_CHECKING:
     from agentsh.agent.core.mcp.checks import Finding
@@ -209,29 +209,56 @@ def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 2
             text = text[:budget]
         budget -= len(text)
         fl = by_field.get(f.path, ())
+        is_desc = f.path == "description"
+        folded = f.prep is not None and f.prep.folded
+        first0 = first_desc  # only the description's first sentence is "first"
+        # step 1 of a field that no rule marked, nothing folded and no peer's name occurs in
+        # depends on its text alone: the sentences it keeps are memoised per (text, kind,
+        # parameter or not, description, first); a repeated parameter text costs one lookup
+        key = None
+        kept = None
+        if prune is not None and not fl and not folded and text is f.lower and \
+                not (peers and any(p in text for p in peers)):  # fmt: skip
+            key = (text, f.kind, f.param is not None, is_desc, first0)
+            hit = prune._kept.get(key)
+            if hit is not None:
+                kept, any_sentence = hit
+                if not kept:
+                    first_desc = first_desc and not (is_desc and any_sentence)
+                    continue
         # the rule findings' positions in the normalised text, once per field
         marks = [(fd.position if f.prep is None else _lower_pos(f, fd.position), fd) for fd in fl]
         kind = "k:" + f.kind
-        is_desc = f.path == "description"
-        folded = f.prep is not None and f.prep.folded
         bounds = split_sentences(text)
         last = len(bounds) - 1
+        first_desc = first_desc and not (is_desc and bounds)
+        todo: Iterable[int] = range(len(bounds))
+        checked = False  # step 1 already passed every sentence of ``todo``
+        if kept is not None:
+            todo, checked = kept, True
         if prune is not None:
             field_rest = prune.rest_bound(text, _BLANKS in text, peers)
             pw = prune.weights.get
             w_field = pw(kind, 0.0) + (pw("pos:param", 0.0) if f.param is not None else 0.0)
             w_pos = pw("pos:desc_later" if is_desc else "pos:schema", 0.0)
-        for i, (a, z) in enumerate(bounds):
+            if key is not None and kept is None:
+                todo = kept = prune.step1_kept(text, bounds, is_desc and first0, is_desc, last,
+                                               field_rest, w_field, w_pos, peers)  # fmt: skip
+                prune._kept.put(key, (kept, bool(bounds)))
+                checked = True
+                if not kept:
+                    continue
+        for i in todo:
+            a, z = bounds[i]
             t = text[a:z]
-            first = is_desc and first_desc
-            first_desc = first_desc and not is_desc
+            first = is_desc and first0 and i == 0
             rule = []
             for pos, fd in marks:
                 if a <= pos < z:
                     rule.append("r:" + fd.pattern)
                     rule.append("rs:" + fd.severity)
             fast = prune.word_logit(t) if prune is not None else None
-            if fast is not None and not rule and not folded:
+            if fast is not None and not rule and not folded and not checked:
                 # step 1: the fixed features are distinct strings, summed one by one
                 assert prune is not None
                 n = len(t)
@@ -310,6 +337,7 @@ class Model:
     _gain: dict[str, float] = dc_field(default_factory=dict, repr=False)  # o:/p:/s: weights above 0
     _purpose_max: float = 0.0
     _words: TextMemo[float | None] = dc_field(init=False, repr=False)
+    _kept: KeyMemo[tuple[tuple[int, ...], bool]] = dc_field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         w = self.weights
@@ -326,6 +354,33 @@ class Model:
             (v for k, v in self._gain.items() if k.startswith("p:")), default=0.0
         )
         self._words = TextMemo(self._word_logit)
+        self._kept = KeyMemo()
+
+    def step1_kept(self, text: str, bounds: tuple[tuple[int, int], ...], first0: bool, is_desc: bool,
+                   last: int, field_rest: float, w_field: float, w_pos: float,
+                   peers: list[str]) -> tuple[int, ...]:  # fmt: skip
+        """The sentences of a field without rule marks or folding that step 1 of ``units``
+        does not prune (the same sums in the same order, so the same decisions)."""
+        pw = self.weights.get
+        floor = self.floor - _EPS
+        kept: list[int] = []
+        for i, (a, z) in enumerate(bounds):
+            t = text[a:z]
+            fast = self.word_logit(t)
+            if fast is None:
+                kept.append(i)
+                continue
+            first = first0 and i == 0
+            n = len(t)
+            known = fast + w_field + (pw("pos:first", 0.0) if first else w_pos) + \
+                pw("len:s" if n < 40 else "len:m" if n < 160 else "len:l", 0.0)  # fmt: skip
+            if i == last and is_desc and not first:
+                known += pw("pos:desc_last", 0.0)
+            if known + field_rest < floor or known + self.rest_bound(
+                    t, _BLANKS in text[max(0, a - 40) : a + 1], peers) < floor:  # fmt: skip
+                continue
+            kept.append(i)
+        return tuple(kept)
 
     def word_logit(self, t: str) -> float | None:
         """``bias`` plus the weights of the word and word-pair features ``_word_feats``

@@ -42,7 +42,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     stem,
 )
 from agentsh.agent.core.mcp.detect_shell import KNOWN
-from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, TextMemo
+from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, KeyMemo, TextMemo
 
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
 _GATE_WORDS = frozenset(w.encode() for w in lx.GATE_WORDS)
@@ -319,6 +319,28 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         if foreign:  # the verb lexicon is English: in another language the objects decide
             c.net_verb = c.read_verb = True
     return c
+
+
+def _cues_key_fn(key: tuple[object, ...]) -> Cues:
+    t, first, foreign, verbs, framed = key
+    assert isinstance(t, str)
+    return find_cues(t, tokens_of(t), bool(first), bool(foreign), bool(verbs), bool(framed))
+
+
+_CUES: KeyMemo[Cues] = KeyMemo()
+
+
+def cues_of(t: str, first: bool, foreign: bool, verbs: bool = True, framed: bool = False) -> Cues:
+    """``find_cues(t, tokens_of(t), ...)``, memoised per sentence text and flags (the tools
+    of one server repeat their sentences); a copy, as callers amend the cues."""
+    key = (t, first, foreign, verbs, framed)
+    c = _CUES.get(key)
+    if c is None:
+        c = _cues_key_fn(key)
+        _CUES.put(key, c)
+    return Cues(c.directive, c.kind, c.address, c.override, c.conceal, c.consent, c.priority,
+                c.deceive, c.tell, c.redirect, c.permission, c.guard, c.always, c.net_verb,
+                c.write_verb, c.read_verb)  # fmt: skip
 
 
 def _is_foreign(t: str, toks: set[str]) -> bool:
@@ -953,7 +975,7 @@ class DirectiveCheck:
                     and not (bound and _param_gate_text(st)):
                 if st.rstrip().endswith(":") and not _EXAMPLE_RE.search(st):
                     # "run this compatibility shim first:" gives the next line its order
-                    cc = find_cues(st, tokens_of(st), is_first, False)
+                    cc = cues_of(st, is_first, False)
                     announce = cc.directive if cc.kind not in ("", "first_imperative") else ""
                 continue
             framed = next((label for s, e, label in frames if s <= a < e or a <= s < z), "")
@@ -989,7 +1011,7 @@ class DirectiveCheck:
                 "[inst" not in t and not any(o.kind in _MATTER or (bound and o.kind == "data")
                                              for o in objs):  # fmt: skip
             return Cues(), objs  # nothing an order could be about: skip the cue analysis
-        c = find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
+        c = cues_of(t, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
         if not c.directive:
             lead = lx.LEAD_WORDS_RE.match(t)
             k = lead.end() if lead else 0
