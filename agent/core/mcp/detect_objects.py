@@ -36,6 +36,7 @@ from agentsh.agent.core.mcp.detect_lex import (
 from agentsh.agent.core.mcp.detect_parse import ParsedTool, Sentence, name_words, stem
 from agentsh.agent.core.mcp.detect_paths import PATH_RE, path_classes
 from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
+from agentsh.agent.core.mcp.detect_text import TextMemo
 
 URL_RE = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s\x00\"'<>`)\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]]*")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
@@ -414,22 +415,19 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                         o.klass = "carrier"
                     out.append(o)
     ascii_t = t.isascii()
-    for m in DATA_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_DATA_WORDS)) else ():
-        if m.group(0) in ("conversation", "transcript") and _LOCATIVE_BEFORE.search(t, 0, m.start()):
-            continue  # "tokens the user copied in this conversation": where, not what is sent
-        klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
-        topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
-        if _SESSION_WORDS.search(m.group(0)):
-            topic = frozenset()  # what the model has seen in the session is no tool's job
-        out.append(Obj("data", m.group(0), m.start(), m.end(), klass, "", topic))
-    for m in SECRET_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_SECRET_WORDS)) else ():
-        out.append(Obj("secret", m.group(0), m.start(), m.end()))
+    if not ascii_t or not toks.isdisjoint(_DATA_WORDS):
+        for text, s, e, klass, topic in _DATA(t):
+            out.append(Obj("data", text, s, e, klass, "", topic))
+    if not ascii_t or not toks.isdisjoint(_SECRET_WORDS):
+        for text, s, e in _SECRETS(t):
+            out.append(Obj("secret", text, s, e))
     if "$" in t or "_" in t:
         for m in ENV_NAME_RE.finditer(t):
             if not _overlaps(taken, m.start(), m.end()):
                 out.append(Obj("env", m.group(0), m.start(), m.end()))
-    for m in REPLY_DEST_RE.finditer(t) if not toks.isdisjoint(_REPLY_WORDS) else ():
-        out.append(Obj("reply", m.group(0), m.start(), m.end()))
+    if not toks.isdisjoint(_REPLY_WORDS):
+        for text, s, e in _REPLIES(t):
+            out.append(Obj("reply", text, s, e))
     for m in EXT_DESC_RE.finditer(t) if not toks.isdisjoint(_EXT_WORDS) else ():
         if not _overlaps(taken, m.start(), m.end()):
             add(Obj("ext", m.group(0), m.start(), m.end(), "described"))
@@ -445,6 +443,30 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             or not (is_mention(t, o.start) or (o.kind in ("url", "host") and
                                                _BACKEND_BEFORE.search(t, max(0, o.start - 40), o.start)))]
 
+
+def _data_objs(t: str) -> tuple[tuple[str, int, int, str, frozenset[str]], ...]:
+    """The user's or the session's data named in a sentence: (text, start, end, klass, topic)."""
+    out = []
+    for m in DATA_RE.finditer(t):
+        if m.group(0) in ("conversation", "transcript") and _LOCATIVE_BEFORE.search(t, 0, m.start()):
+            continue  # "tokens the user copied in this conversation": where, not what is sent
+        klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
+        topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
+        if _SESSION_WORDS.search(m.group(0)):
+            topic = frozenset()  # what the model has seen in the session is no tool's job
+        out.append((m.group(0), m.start(), m.end(), klass, topic))
+    return tuple(out)
+
+
+def _spans_of(rx: re.Pattern[str]) -> TextMemo[tuple[tuple[str, int, int], ...]]:
+    return TextMemo(lambda t: tuple((m.group(0), m.start(), m.end()) for m in rx.finditer(t)))
+
+
+# the matches of the text-only object kinds, memoised per sentence text (a server's tools
+# repeat their sentences; detect_text.TextMemo, forgotten by detector.clear_caches)
+_DATA = TextMemo(_data_objs)
+_SECRETS = _spans_of(SECRET_RE)
+_REPLIES = _spans_of(REPLY_DEST_RE)
 
 _HOST_OF = re.compile(r"(?:[a-z]+://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
 _DOT_DASH = re.compile(r"[.-]")

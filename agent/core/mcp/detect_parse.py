@@ -385,9 +385,12 @@ def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None =
     if _is_plain(raw):
         lower, prep = raw.lower(), None
     else:
-        prep = prepare(raw)
+        prep = _PREPARE(raw)  # shared by equal texts: a Prepared is never changed
         lower = prep.lower
     return Field(path, kind, raw, lower, prep, param or _param_of(path), syntax)
+
+
+_PREPARE = TextMemo(prepare)
 
 
 def _param_of(path: str) -> str | None:

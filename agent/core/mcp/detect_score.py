@@ -105,7 +105,9 @@ def _word_feats(text: str) -> list[str]:
     return out
 
 
-def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[str]:
+def _text_objects(t: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """What ``_object_feats`` reads from the text alone: the features before the identifiers,
+    the identifiers, the words, the features after them (memoised per sentence text)."""
     out: list[str] = []
     if _URL_RE.search(t):
         out.append("o:url")
@@ -130,10 +132,24 @@ def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[st
                 out.append("o:tick_word")
     if _CALLISH_RE.search(t):
         out.append("o:call_syntax")
+    after: list[str] = []
+    if _QUOTE_RE.search(t):
+        after.append("o:quote")
+    if _FRAME_RE.search(t):
+        after.append("o:frame")
+    idents = tuple(m.group(0) for m in _IDENT_RE.finditer(t))
+    return tuple(out), idents, tuple(_WORD_RE.findall(t)), tuple(after)
+
+
+_TEXT_OBJECTS = TextMemo(_text_objects)
+
+
+def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[str]:
+    before, idents, words, after = _TEXT_OBJECTS(t)
+    out = list(before)
     own = tool.name.lower()
     foreign = own_param = sibling = False
-    for m in _IDENT_RE.finditer(t):
-        w = m.group(0)
+    for w in idents:
         if w == own:
             out.append("o:self")
         elif w in tool.params:
@@ -145,7 +161,7 @@ def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[st
         else:
             foreign = True
     if not own_param and tool.params:
-        for w in _WORD_RE.findall(t):
+        for w in words:
             if w in tool.params and len(w) > 2:
                 own_param = True
                 break
@@ -158,19 +174,24 @@ def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[st
     for _ in peer_hits:
         out.append("o:peer_name")
         break
-    if _QUOTE_RE.search(t):
-        out.append("o:quote")
-    if _FRAME_RE.search(t):
-        out.append("o:frame")
+    out.extend(after)
     return out
 
 
+def _content_stems(t: str) -> tuple[str, ...]:
+    """The stems of a sentence's content words, one per word (memoised per text)."""
+    return tuple(_stem(w) for w in _WORD_RE.findall(t) if len(w) > 2 and w not in STOP and w.isascii())
+
+
+_CONTENT_STEMS = TextMemo(_content_stems)
+
+
 def _purpose_feats(t: str, tool: ParsedTool) -> list[str]:
-    words = [w for w in _WORD_RE.findall(t) if len(w) > 2 and w not in STOP and w.isascii()]
+    words = _CONTENT_STEMS(t)
     if len(words) < 4:
         return ["p:short"]
     purpose = tool.purpose
-    inside = sum(1 for w in words if _stem(w) in purpose)
+    inside = sum(1 for w in words if w in purpose)
     frac = inside / len(words)
     if frac == 0:
         return ["p:none"]

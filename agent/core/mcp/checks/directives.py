@@ -388,6 +388,9 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
+_FRAMES = TextMemo(frame_spans)  # the spans are only read
+
+
 # ------------------------------------------------------------------ judging
 
 _CMD_LEVEL = {"revshell": 3, "dl_exec": 3, "privesc": 3, "secret": 3, "persist": 3, "eval": 3, "exfil": 3,
@@ -916,8 +919,11 @@ _BOUND_KINDS = frozenset(("param_desc", "param_title", "vendor", "comment", "def
 _PARAM_GATE = frozenset(b"always every".split())
 
 
-def _param_gate_text(text: str) -> bool:
+def _param_gate_words(text: str) -> bool:
     return not _PARAM_GATE.isdisjoint(text.encode("utf-8", "ignore").translate(_TOKEN_TABLE).split())
+
+
+_param_gate_text = TextMemo(_param_gate_words)
 
 
 def _param_gate(tool: ParsedTool) -> bool:
@@ -964,7 +970,7 @@ class DirectiveCheck:
         bound = f.param is not None and f.kind in _BOUND_KINDS
         if not force and not peer_hits and not _gate(text) and not (bound and _param_gate_text(text)):
             return
-        frames = frame_spans(text)
+        frames = _FRAMES(text)
         first = first_field
         carry: tuple[int, int] | None = None  # a sentence with objects but no order
         announce = ""  # "run the following command:" gives the next line its order
