@@ -351,24 +351,23 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                     continue
             add(_tool_obj(pl, ms, me, t, tool, own))
     if "_" in t:
-        for m in IDENT_RE.finditer(t):
-            w = m.group(0)
-            if _overlaps(taken, m.start(), m.end()):
+        for w, ms, me in _IDENTS(t):
+            if _overlaps(taken, ms, me):
                 continue
             if w == own:
-                add(Obj("tool", w, m.start(), m.end(), "self"))
+                add(Obj("tool", w, ms, me, "self"))
                 continue
             if w in tool.params:
-                add(Obj("param", w, m.start(), m.end(), "own"))
+                add(Obj("param", w, ms, me, "own"))
                 continue
-            before = t[max(0, m.start() - 24) : m.start()]
-            after = t[m.end() : m.end() + 24]
+            before = t[max(0, ms - 24) : ms]
+            after = t[me : me + 24]
             if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
                 " tool" in t and _LIST_BEFORE.search(before)
             ):
-                if w not in tool.siblings and _upper_in_source(sent, m.start(), m.end()):
+                if w not in tool.siblings and _upper_in_source(sent, ms, me):
                     continue  # AUTH_MISSING: an error code or a constant, not a tool
-                add(_tool_obj(w, m.start(), m.end(), t, tool, own))
+                add(_tool_obj(w, ms, me, t, tool, own))
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
             "this tool" in t or "this function" in t or " me" in t) else ():
@@ -394,9 +393,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             add(Obj("server", name, m.start(), m.end(), "other", "",
                     frozenset(stem(x) for x in _SPACE_DOT_DASH.split(name) if x)))
     # quoted values (for parameter overrides and scripted messages)
-    for m in QUOTED_RE.finditer(t) if ('"' in t or "'" in t or "“" in t) else ():
-        s = m.start(1) if m.group(1) is not None else m.start(2)
-        val = m.group(1) if m.group(1) is not None else m.group(2)
+    for val, s in _QUOTED(t) if ('"' in t or "'" in t or "“" in t) else ():
         if not _overlaps(taken, s, s + len(val)):
             out.append(Obj("literal", val, s, s + len(val), "quoted"))
     # other tools as a group ("do not call the other tools", "any other search tool")
@@ -422,23 +419,23 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         for text, s, e in _SECRETS(t):
             out.append(Obj("secret", text, s, e))
     if "$" in t or "_" in t:
-        for m in ENV_NAME_RE.finditer(t):
-            if not _overlaps(taken, m.start(), m.end()):
-                out.append(Obj("env", m.group(0), m.start(), m.end()))
+        for text, s, e in _ENV_NAMES(t):
+            if not _overlaps(taken, s, e):
+                out.append(Obj("env", text, s, e))
     if not toks.isdisjoint(_REPLY_WORDS):
         for text, s, e in _REPLIES(t):
             out.append(Obj("reply", text, s, e))
-    for m in EXT_DESC_RE.finditer(t) if not toks.isdisjoint(_EXT_WORDS) else ():
-        if not _overlaps(taken, m.start(), m.end()):
-            add(Obj("ext", m.group(0), m.start(), m.end(), "described"))
+    for text, s, e in _EXT_DESCS(t) if not toks.isdisjoint(_EXT_WORDS) else ():
+        if not _overlaps(taken, s, e):
+            add(Obj("ext", text, s, e, "described"))
     has_digit = _DIGIT_RE.search(t) is not None
     for m in ACCOUNT_RE.finditer(t) if (has_digit and (not toks.isdisjoint(_ACCOUNT_WORDS) or "0x" in t
             or "bc1" in t or _IBANISH.search(t))) else ():  # fmt: skip
         if not _overlaps(taken, m.start(), m.end()):
             add(Obj("account", m.group(0), m.start(), m.end()))
-    for m in LITERAL_RE.finditer(t) if (has_digit or "true" in toks or "false" in toks) else ():
-        if not _overlaps(taken, m.start(), m.end()):
-            out.append(Obj("literal", m.group(0), m.start(), m.end(), "value"))
+    for text, s, e in _LITERALS(t) if (has_digit or "true" in toks or "false" in toks) else ():
+        if not _overlaps(taken, s, e):
+            out.append(Obj("literal", text, s, e, "value"))
     return [o for o in out if o.kind in ("data", "secret", "reply", "env")
             or not (is_mention(t, o.start) or (o.kind in ("url", "host") and
                                                _BACKEND_BEFORE.search(t, max(0, o.start - 40), o.start)))]
@@ -467,6 +464,14 @@ def _spans_of(rx: re.Pattern[str]) -> TextMemo[tuple[tuple[str, int, int], ...]]
 _DATA = TextMemo(_data_objs)
 _SECRETS = _spans_of(SECRET_RE)
 _REPLIES = _spans_of(REPLY_DEST_RE)
+_IDENTS = _spans_of(IDENT_RE)
+_ENV_NAMES = _spans_of(ENV_NAME_RE)
+_EXT_DESCS = _spans_of(EXT_DESC_RE)
+_LITERALS = _spans_of(LITERAL_RE)
+# a quoted value and where it starts (the first group that matched)
+_QUOTED: TextMemo[tuple[tuple[str, int], ...]] = TextMemo(lambda t: tuple(
+    (m.group(1), m.start(1)) if m.group(1) is not None else (m.group(2), m.start(2))
+    for m in QUOTED_RE.finditer(t)))
 
 _HOST_OF = re.compile(r"(?:[a-z]+://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
 _DOT_DASH = re.compile(r"[.-]")

@@ -144,6 +144,9 @@ def _text_objects(t: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, 
 _TEXT_OBJECTS = TextMemo(_text_objects)
 
 
+_WORD_FEATS: TextMemo[tuple[str, ...]] = TextMemo(lambda t: tuple(_word_feats(t)))
+
+
 def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[str]:
     before, idents, words, after = _TEXT_OBJECTS(t)
     out = list(before)
@@ -312,13 +315,13 @@ def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 2
             words: list[str] | None = None
             if prune is not None:
                 if fast is None:
-                    words = _word_feats(t)
+                    words = list(_WORD_FEATS(t))  # a copy: the unit's features are extended
                     z_ = prune.logit([*words, *fixed, *rule, *rest])
                 else:
                     z_ = fast + prune.fixed_logit([*fixed, *rule, *rest])
                 if z_ < floor:
                     continue
-            feats = words if words is not None else _word_feats(t)
+            feats = words if words is not None else list(_WORD_FEATS(t))
             feats.extend(fixed)
             feats.extend(rule)
             feats.extend(rest)
