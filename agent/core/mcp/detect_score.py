@@ -537,8 +537,6 @@ def pretty(feat: str) -> str:
 def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> list[Finding]:
     """A finding for the best-scoring sentence at or above ``threshold_medium`` (one per tool:
     the scorer says "this definition carries a payload, here", the rules say what it does)."""
-    from agentsh.agent.core.mcp.checks import RANK, finding_at
-
     best: tuple[float, Unit] | None = None
     for u in units(tool, findings, prune=model):
         p = model.score(u.feats)
@@ -546,6 +544,8 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
             best = (p, u)
     if best is None or best[0] < model.threshold_medium:
         return []
+    from agentsh.agent.core.mcp.checks import RANK, finding_at  # (only when there is a finding)
+
     p, u = best
     sev = "high" if p >= model.threshold_high else "medium"
     if sev == "high" and u.field.kind in ("description", "param_desc", "param_title") and \
