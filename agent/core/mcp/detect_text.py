@@ -184,6 +184,7 @@ def prepare(text: str) -> Prepared:
 
 # ------------------------------------------------------------------ text memos
 
+_MISSING: object = object()
 _MEMOS: weakref.WeakSet[TextMemo[object] | KeyMemo[object]] = weakref.WeakSet()
 
 
@@ -207,10 +208,9 @@ class TextMemo(Generic[_T]):
 
     def __call__(self, text: str) -> _T:
         d = self._d
-        try:
-            return d[text]
-        except KeyError:
-            pass
+        r = d.get(text, _MISSING)  # (not try/except: a first-seen text must not pay for a raise)
+        if r is not _MISSING:
+            return r  # type: ignore[return-value]
         r = self.fn(text)
         if len(text) <= self.max_len:
             if len(d) >= self.max_entries:
