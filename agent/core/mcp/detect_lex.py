@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from agentsh.agent.core.mcp.detect_text import KeyMemo
+
 # ------------------------------------------------------------------ imperative verbs
 
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
@@ -610,7 +612,20 @@ _CLOSED_INSERT = re.compile(r"[^,;:\"'`]{1,40},\s*(?:to|into|onto|at|via)\s+$")
 def is_mention(sentence: str, start: int) -> bool:
     """Is what starts at ``start`` in this sentence quoted or analysed rather than said?
     (only the clause before it counts: "…strongest match for the role; rank them first"
-    is an order, not a mention; a label such as "Expected output:" quotes what follows)"""
+    is an order, not a mention; a label such as "Expected output:" quotes what follows)
+    Memoised per (sentence, position): a server's tools repeat their sentences."""
+    key = (sentence, start)
+    r = _MENTIONS.get(key)
+    if r is None:
+        r = _is_mention(sentence, start)
+        _MENTIONS.put(key, r)
+    return r
+
+
+_MENTIONS: KeyMemo[bool] = KeyMemo()
+
+
+def _is_mention(sentence: str, start: int) -> bool:
     full = sentence[max(0, start - 120) : start]
     if MENTION_LABEL.match(full):
         return True

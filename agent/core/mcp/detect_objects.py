@@ -36,6 +36,7 @@ from agentsh.agent.core.mcp.detect_lex import (
 from agentsh.agent.core.mcp.detect_parse import ParsedTool, Sentence, name_words, stem
 from agentsh.agent.core.mcp.detect_paths import PATH_RE, path_classes
 from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
+from agentsh.agent.core.mcp.detect_text import TextMemo
 
 URL_RE = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s\x00\"'<>`)\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]]*")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
@@ -362,30 +363,29 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                     continue
             add(_tool_obj(pl, ms, me, t, tool, own))
     if "_" in t:
-        for m in IDENT_RE.finditer(t):
-            w = m.group(0)
-            if _overlaps(taken, m.start(), m.end()):
+        for w, ms, me in _IDENTS(t):
+            if _overlaps(taken, ms, me):
                 continue
             if w == own:
-                add(Obj("tool", w, m.start(), m.end(), "self"))
+                add(Obj("tool", w, ms, me, "self"))
                 continue
             if w in tool.params:
-                add(Obj("param", w, m.start(), m.end(), "own"))
+                add(Obj("param", w, ms, me, "own"))
                 continue
-            before = t[max(0, m.start() - 24) : m.start()]
-            after = t[m.end() : m.end() + 24]
+            before = t[max(0, ms - 24) : ms]
+            after = t[me : me + 24]
             if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
                 " tool" in t and _LIST_BEFORE.search(before)
             ):
-                if w not in tool.siblings and _upper_in_source(sent, m.start(), m.end()):
+                if w not in tool.siblings and _upper_in_source(sent, ms, me):
                     continue  # AUTH_MISSING: an error code or a constant, not a tool
-                add(_tool_obj(w, m.start(), m.end(), t, tool, own))
+                add(_tool_obj(w, ms, me, t, tool, own))
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
             "this tool" in t or "this function" in t or " me" in t) else ():
         add(Obj("tool", own or "this tool", m.start(), m.end(), "self"))
     # parameters of this tool named in prose ("set destination_account to …")
-    for p in tool.params:
+    for p in sorted(tool.params):  # (a fixed order: the first parameter named is the one reported)
         if len(p) < 3 or p not in t:
             continue
         for ms, me in _word_spans(t, p):
@@ -410,9 +410,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             add(Obj("server", name, m.start(), m.end(), "other", "",
                     frozenset(stem(x) for x in _SPACE_DOT_DASH.split(name) if x)))
     # quoted values (for parameter overrides and scripted messages)
-    for m in QUOTED_RE.finditer(t) if ('"' in t or "'" in t or "“" in t) else ():
-        s = m.start(1) if m.group(1) is not None else m.start(2)
-        val = m.group(1) if m.group(1) is not None else m.group(2)
+    for val, s in _QUOTED(t) if ('"' in t or "'" in t or "“" in t) else ():
         if not _overlaps(taken, s, s + len(val)):
             out.append(Obj("literal", val, s, s + len(val), "quoted"))
     # other tools as a group ("do not call the other tools", "any other search tool")
@@ -432,37 +430,66 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                         o.klass = "carrier"
                     out.append(o)
     ascii_t = t.isascii()
-    for m in DATA_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_DATA_WORDS)) else ():
+    if not ascii_t or not toks.isdisjoint(_DATA_WORDS):
+        for text, s, e, klass, topic in _DATA(t):
+            out.append(Obj("data", text, s, e, klass, "", topic))
+    if not ascii_t or not toks.isdisjoint(_SECRET_WORDS):
+        for text, s, e in _SECRETS(t):
+            out.append(Obj("secret", text, s, e))
+    if "$" in t or "_" in t:
+        for text, s, e in _ENV_NAMES(t):
+            if not _overlaps(taken, s, e):
+                out.append(Obj("env", text, s, e))
+    if not toks.isdisjoint(_REPLY_WORDS):
+        for text, s, e in _REPLIES(t):
+            out.append(Obj("reply", text, s, e))
+    for text, s, e in _EXT_DESCS(t) if not toks.isdisjoint(_EXT_WORDS) else ():
+        if not _overlaps(taken, s, e):
+            add(Obj("ext", text, s, e, "described"))
+    has_digit = _DIGIT_RE.search(t) is not None
+    for m in ACCOUNT_RE.finditer(t) if (has_digit and (not toks.isdisjoint(_ACCOUNT_WORDS) or "0x" in t
+            or "bc1" in t or _IBANISH.search(t))) else ():  # fmt: skip
+        if not _overlaps(taken, m.start(), m.end()):
+            add(Obj("account", m.group(0), m.start(), m.end()))
+    for text, s, e in _LITERALS(t) if (has_digit or "true" in toks or "false" in toks) else ():
+        if not _overlaps(taken, s, e):
+            out.append(Obj("literal", text, s, e, "value"))
+    return [o for o in out if o.kind in ("data", "secret", "reply", "env")
+            or not (is_mention(t, o.start) or (o.kind in ("url", "host") and
+                                               _BACKEND_BEFORE.search(t, max(0, o.start - 40), o.start)))]
+
+
+def _data_objs(t: str) -> tuple[tuple[str, int, int, str, frozenset[str]], ...]:
+    """The user's or the session's data named in a sentence: (text, start, end, klass, topic)."""
+    out = []
+    for m in DATA_RE.finditer(t):
         if m.group(0) in ("conversation", "transcript") and _LOCATIVE_BEFORE.search(t, 0, m.start()):
             continue  # "tokens the user copied in this conversation": where, not what is sent
         klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
         topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
         if _SESSION_WORDS.search(m.group(0)):
             topic = frozenset()  # what the model has seen in the session is no tool's job
-        out.append(Obj("data", m.group(0), m.start(), m.end(), klass, "", topic))
-    for m in SECRET_RE.finditer(t) if (not ascii_t or not toks.isdisjoint(_SECRET_WORDS)) else ():
-        out.append(Obj("secret", m.group(0), m.start(), m.end()))
-    if "$" in t or "_" in t:
-        for m in ENV_NAME_RE.finditer(t):
-            if not _overlaps(taken, m.start(), m.end()):
-                out.append(Obj("env", m.group(0), m.start(), m.end()))
-    for m in REPLY_DEST_RE.finditer(t) if not toks.isdisjoint(_REPLY_WORDS) else ():
-        out.append(Obj("reply", m.group(0), m.start(), m.end()))
-    for m in EXT_DESC_RE.finditer(t) if not toks.isdisjoint(_EXT_WORDS) else ():
-        if not _overlaps(taken, m.start(), m.end()):
-            add(Obj("ext", m.group(0), m.start(), m.end(), "described"))
-    has_digit = _DIGIT_RE.search(t) is not None
-    for m in ACCOUNT_RE.finditer(t) if (has_digit and (not toks.isdisjoint(_ACCOUNT_WORDS) or "0x" in t
-            or "bc1" in t or _IBANISH.search(t))) else ():  # fmt: skip
-        if not _overlaps(taken, m.start(), m.end()):
-            add(Obj("account", m.group(0), m.start(), m.end()))
-    for m in LITERAL_RE.finditer(t) if (has_digit or "true" in toks or "false" in toks) else ():
-        if not _overlaps(taken, m.start(), m.end()):
-            out.append(Obj("literal", m.group(0), m.start(), m.end(), "value"))
-    return [o for o in out if o.kind in ("data", "secret", "reply", "env")
-            or not (is_mention(t, o.start) or (o.kind in ("url", "host") and
-                                               _BACKEND_BEFORE.search(t, max(0, o.start - 40), o.start)))]
+        out.append((m.group(0), m.start(), m.end(), klass, topic))
+    return tuple(out)
 
+
+def _spans_of(rx: re.Pattern[str]) -> TextMemo[tuple[tuple[str, int, int], ...]]:
+    return TextMemo(lambda t: tuple((m.group(0), m.start(), m.end()) for m in rx.finditer(t)))
+
+
+# the matches of the text-only object kinds, memoised per sentence text (a server's tools
+# repeat their sentences; detect_text.TextMemo, forgotten by detector.clear_caches)
+_DATA = TextMemo(_data_objs)
+_SECRETS = _spans_of(SECRET_RE)
+_REPLIES = _spans_of(REPLY_DEST_RE)
+_IDENTS = _spans_of(IDENT_RE)
+_ENV_NAMES = _spans_of(ENV_NAME_RE)
+_EXT_DESCS = _spans_of(EXT_DESC_RE)
+_LITERALS = _spans_of(LITERAL_RE)
+# a quoted value and where it starts (the first group that matched)
+_QUOTED: TextMemo[tuple[tuple[str, int], ...]] = TextMemo(lambda t: tuple(
+    (m.group(1), m.start(1)) if m.group(1) is not None else (m.group(2), m.start(2))
+    for m in QUOTED_RE.finditer(t)))
 
 _HOST_OF = re.compile(r"(?:[a-z]+://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
 _DOT_DASH = re.compile(r"[.-]")

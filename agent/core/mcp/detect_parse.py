@@ -301,6 +301,21 @@ def _kind(path: str, key: str, in_list: bool) -> str:
     return "other"
 
 
+def _child_kind(path: str, key: str, ann: bool) -> str:
+    """``_kind(path, key, False)`` for the path of a dict's child (``parent.key``, so never
+    "name", "title" or "description"; ``ann``: the parent path starts with "annotations")."""
+    if ann:
+        return "annotation"
+    if key.startswith("x-"):
+        return "vendor"
+    k = _KIND_BY_KEY.get(key)
+    if k is not None:
+        if k in ("param_desc", "param_title") and ".properties." not in path:
+            return "schema_desc"
+        return k
+    return "other"
+
+
 def collect(tool: dict[str, Any]) -> list[tuple[str, str, str, bool, str | None]]:
     """(path, kind, string, is-syntax, property) for every string of the tool, in a stable
     order; ``property`` is the (lower-case) input property the string belongs to."""
@@ -314,6 +329,8 @@ def collect(tool: dict[str, Any]) -> list[tuple[str, str, str, bool, str | None]
         if type(node) is dict:
             names = path.endswith(_NAME_MAP_SUFFIXES)
             props = names and path.endswith("properties")
+            # every child path is ``path.k``: never a top-level name, under annotations iff path is
+            ann = path.startswith("annotations")
             for k, v in node.items():
                 if type(k) is not str:
                     k = str(k)
@@ -331,7 +348,7 @@ def collect(tool: dict[str, Any]) -> list[tuple[str, str, str, bool, str | None]
                         walk(v, sub, k, depth + 1, False, p)
                 elif tv is str:
                     if v:
-                        add((sub, _kind(sub, k, False), v, k in SYNTAX_KEYS, param))
+                        add((sub, _child_kind(sub, k, ann), v, k in SYNTAX_KEYS, param))
                 elif tv is dict or tv is list:
                     walk(v, sub, k, depth + 1, k in SYNTAX_KEYS, param)
         elif type(node) is list:
@@ -389,9 +406,12 @@ def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None =
     if _is_plain(raw):
         lower, prep = raw.lower(), None
     else:
-        prep = prepare(raw)
+        prep = _PREPARE(raw)  # shared by equal texts: a Prepared is never changed
         lower = prep.lower
     return Field(path, kind, raw, lower, prep, param or _param_of(path), syntax)
+
+
+_PREPARE = TextMemo(prepare)
 
 
 def _param_of(path: str) -> str | None:

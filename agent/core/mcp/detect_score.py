@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.core.mcp.detect_lex import PROTECTIVE_RE, consent_bypass
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
-from agentsh.agent.core.mcp.detect_text import TextMemo
+from agentsh.agent.core.mcp.detect_text import KeyMemo, TextMemo
 
 if TYPE_CHECKING:
     from agentsh.agent.core.mcp.checks import Finding
@@ -106,7 +106,9 @@ def _word_feats(text: str) -> list[str]:
     return out
 
 
-def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[str]:
+def _text_objects(t: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """What ``_object_feats`` reads from the text alone: the features before the identifiers,
+    the identifiers, the words, the features after them (memoised per sentence text)."""
     out: list[str] = []
     if _URL_RE.search(t):
         out.append("o:url")
@@ -131,10 +133,27 @@ def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[st
                 out.append("o:tick_word")
     if _CALLISH_RE.search(t):
         out.append("o:call_syntax")
+    after: list[str] = []
+    if _QUOTE_RE.search(t):
+        after.append("o:quote")
+    if _FRAME_RE.search(t):
+        after.append("o:frame")
+    idents = tuple(m.group(0) for m in _IDENT_RE.finditer(t))
+    return tuple(out), idents, tuple(_WORD_RE.findall(t)), tuple(after)
+
+
+_TEXT_OBJECTS = TextMemo(_text_objects)
+
+
+_WORD_FEATS: TextMemo[tuple[str, ...]] = TextMemo(lambda t: tuple(_word_feats(t)))
+
+
+def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[str]:
+    before, idents, words, after = _TEXT_OBJECTS(t)
+    out = list(before)
     own = tool.name.lower()
     foreign = own_param = sibling = False
-    for m in _IDENT_RE.finditer(t):
-        w = m.group(0)
+    for w in idents:
         if w == own:
             out.append("o:self")
         elif w in tool.params:
@@ -146,7 +165,7 @@ def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[st
         else:
             foreign = True
     if not own_param and tool.params:
-        for w in _WORD_RE.findall(t):
+        for w in words:
             if w in tool.params and len(w) > 2:
                 own_param = True
                 break
@@ -159,19 +178,24 @@ def _object_feats(t: str, tool: ParsedTool, peer_hits: Iterable[str]) -> list[st
     for _ in peer_hits:
         out.append("o:peer_name")
         break
-    if _QUOTE_RE.search(t):
-        out.append("o:quote")
-    if _FRAME_RE.search(t):
-        out.append("o:frame")
+    out.extend(after)
     return out
 
 
+def _content_stems(t: str) -> tuple[str, ...]:
+    """The stems of a sentence's content words, one per word (memoised per text)."""
+    return tuple(_stem(w) for w in _WORD_RE.findall(t) if len(w) > 2 and w not in STOP and w.isascii())
+
+
+_CONTENT_STEMS = TextMemo(_content_stems)
+
+
 def _purpose_feats(t: str, tool: ParsedTool) -> list[str]:
-    words = [w for w in _WORD_RE.findall(t) if len(w) > 2 and w not in STOP and w.isascii()]
+    words = _CONTENT_STEMS(t)
     if len(words) < 4:
         return ["p:short"]
     purpose = tool.purpose
-    inside = sum(1 for w in words if _stem(w) in purpose)
+    inside = sum(1 for w in words if w in purpose)
     frac = inside / len(words)
     if frac == 0:
         return ["p:none"]
@@ -210,29 +234,56 @@ def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 2
             text = text[:budget]
         budget -= len(text)
         fl = by_field.get(f.path, ())
+        is_desc = f.path == "description"
+        folded = f.prep is not None and f.prep.folded
+        first0 = first_desc  # only the description's first sentence is "first"
+        # step 1 of a field that no rule marked, nothing folded and no peer's name occurs in
+        # depends on its text alone: the sentences it keeps are memoised per (text, kind,
+        # parameter or not, description, first); a repeated parameter text costs one lookup
+        key = None
+        kept = None
+        if prune is not None and not fl and not folded and text is f.lower and \
+                not (peers and any(p in text for p in peers)):  # fmt: skip
+            key = (text, f.kind, f.param is not None, is_desc, first0)
+            hit = prune._kept.get(key)
+            if hit is not None:
+                kept, any_sentence = hit
+                if not kept:
+                    first_desc = first_desc and not (is_desc and any_sentence)
+                    continue
         # the rule findings' positions in the normalised text, once per field
         marks = [(fd.position if f.prep is None else _lower_pos(f, fd.position), fd) for fd in fl]
         kind = "k:" + f.kind
-        is_desc = f.path == "description"
-        folded = f.prep is not None and f.prep.folded
         bounds = split_sentences(text)
         last = len(bounds) - 1
+        first_desc = first_desc and not (is_desc and bounds)
+        todo: Iterable[int] = range(len(bounds))
+        checked = False  # step 1 already passed every sentence of ``todo``
+        if kept is not None:
+            todo, checked = kept, True
         if prune is not None:
             field_rest = prune.rest_bound(text, _BLANKS in text, peers)
             pw = prune.weights.get
             w_field = pw(kind, 0.0) + (pw("pos:param", 0.0) if f.param is not None else 0.0)
             w_pos = pw("pos:desc_later" if is_desc else "pos:schema", 0.0)
-        for i, (a, z) in enumerate(bounds):
+            if key is not None and kept is None:
+                todo = kept = prune.step1_kept(text, bounds, is_desc and first0, is_desc, last,
+                                               field_rest, w_field, w_pos, peers)  # fmt: skip
+                prune._kept.put(key, (kept, bool(bounds)))
+                checked = True
+                if not kept:
+                    continue
+        for i in todo:
+            a, z = bounds[i]
             t = text[a:z]
-            first = is_desc and first_desc
-            first_desc = first_desc and not is_desc
+            first = is_desc and first0 and i == 0
             rule = []
             for pos, fd in marks:
                 if a <= pos < z:
                     rule.append("r:" + fd.pattern)
                     rule.append("rs:" + fd.severity)
             fast = prune.word_logit(t) if prune is not None else None
-            if fast is not None and not rule and not folded:
+            if fast is not None and not rule and not folded and not checked:
                 # step 1: the fixed features are distinct strings, summed one by one
                 assert prune is not None
                 n = len(t)
@@ -265,13 +316,13 @@ def units(tool: ParsedTool, findings: Iterable[Finding] = (), max_chars: int = 2
             words: list[str] | None = None
             if prune is not None:
                 if fast is None:
-                    words = _word_feats(t)
+                    words = list(_WORD_FEATS(t))  # a copy: the unit's features are extended
                     z_ = prune.logit([*words, *fixed, *rule, *rest])
                 else:
                     z_ = fast + prune.fixed_logit([*fixed, *rule, *rest])
                 if z_ < floor:
                     continue
-            feats = words if words is not None else _word_feats(t)
+            feats = words if words is not None else list(_WORD_FEATS(t))
             feats.extend(fixed)
             feats.extend(rule)
             feats.extend(rest)
@@ -311,6 +362,7 @@ class Model:
     _gain: dict[str, float] = dc_field(default_factory=dict, repr=False)  # o:/p:/s: weights above 0
     _purpose_max: float = 0.0
     _words: TextMemo[float | None] = dc_field(init=False, repr=False)
+    _kept: KeyMemo[tuple[tuple[int, ...], bool]] = dc_field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         w = self.weights
@@ -327,6 +379,33 @@ class Model:
             (v for k, v in self._gain.items() if k.startswith("p:")), default=0.0
         )
         self._words = TextMemo(self._word_logit)
+        self._kept = KeyMemo()
+
+    def step1_kept(self, text: str, bounds: tuple[tuple[int, int], ...], first0: bool, is_desc: bool,
+                   last: int, field_rest: float, w_field: float, w_pos: float,
+                   peers: list[str]) -> tuple[int, ...]:  # fmt: skip
+        """The sentences of a field without rule marks or folding that step 1 of ``units``
+        does not prune (the same sums in the same order, so the same decisions)."""
+        pw = self.weights.get
+        floor = self.floor - _EPS
+        kept: list[int] = []
+        for i, (a, z) in enumerate(bounds):
+            t = text[a:z]
+            fast = self.word_logit(t)
+            if fast is None:
+                kept.append(i)
+                continue
+            first = first0 and i == 0
+            n = len(t)
+            known = fast + w_field + (pw("pos:first", 0.0) if first else w_pos) + \
+                pw("len:s" if n < 40 else "len:m" if n < 160 else "len:l", 0.0)  # fmt: skip
+            if i == last and is_desc and not first:
+                known += pw("pos:desc_last", 0.0)
+            if known + field_rest < floor or known + self.rest_bound(
+                    t, _BLANKS in text[max(0, a - 40) : a + 1], peers) < floor:  # fmt: skip
+                continue
+            kept.append(i)
+        return tuple(kept)
 
     def word_logit(self, t: str) -> float | None:
         """``bias`` plus the weights of the word and word-pair features ``_word_feats``
@@ -459,8 +538,6 @@ def pretty(feat: str) -> str:
 def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> list[Finding]:
     """A finding for the best-scoring sentence at or above ``threshold_medium`` (one per tool:
     the scorer says "this definition carries a payload, here", the rules say what it does)."""
-    from agentsh.agent.core.mcp.checks import RANK, finding_at
-
     best: tuple[float, Unit] | None = None
     for u in units(tool, findings, prune=model):
         p = model.score(u.feats)
@@ -468,6 +545,8 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
             best = (p, u)
     if best is None or best[0] < model.threshold_medium:
         return []
+    from agentsh.agent.core.mcp.checks import RANK, finding_at  # (only when there is a finding)
+
     p, u = best
     sev = "high" if p >= model.threshold_high else "medium"
     if sev == "high" and u.field.kind in ("description", "param_desc", "param_title") and \

@@ -184,7 +184,8 @@ def prepare(text: str) -> Prepared:
 
 # ------------------------------------------------------------------ text memos
 
-_MEMOS: weakref.WeakSet[TextMemo[object]] = weakref.WeakSet()
+_MISSING: object = object()
+_MEMOS: weakref.WeakSet[TextMemo[object] | KeyMemo[object]] = weakref.WeakSet()
 
 
 class TextMemo(Generic[_T]):
@@ -207,10 +208,9 @@ class TextMemo(Generic[_T]):
 
     def __call__(self, text: str) -> _T:
         d = self._d
-        try:
-            return d[text]
-        except KeyError:
-            pass
+        r = d.get(text, _MISSING)  # (not try/except: a first-seen text must not pay for a raise)
+        if r is not _MISSING:
+            return r  # type: ignore[return-value]
         r = self.fn(text)
         if len(text) <= self.max_len:
             if len(d) >= self.max_entries:
@@ -226,3 +226,32 @@ def clear_text_memos() -> None:
     """Forget every memoised text (bench/detector.py measures a first-seen tools/list)."""
     for m in _MEMOS:
         m.clear()
+
+
+class KeyMemo(Generic[_T]):
+    """A bounded memo keyed by a tuple whose first item is a text (a field's or a
+    sentence's) and whose other items are the few facts the memoised answer depends on
+    (its kind, whether it documents a parameter, ...). Same bounds and clearing as
+    ``TextMemo``: texts over ``max_len`` characters are not kept; at most ``max_entries``."""
+
+    __slots__ = ("__weakref__", "_d", "max_entries", "max_len")
+
+    def __init__(self, max_entries: int = 8192, max_len: int = 4096) -> None:
+        self.max_entries = max_entries
+        self.max_len = max_len
+        self._d: dict[tuple[object, ...], _T] = {}
+        _MEMOS.add(self)  # type: ignore[arg-type]
+
+    def get(self, key: tuple[object, ...]) -> _T | None:
+        return self._d.get(key)
+
+    def put(self, key: tuple[object, ...], value: _T) -> None:
+        text = key[0]
+        if isinstance(text, str) and len(text) <= self.max_len:
+            d = self._d
+            if len(d) >= self.max_entries:
+                del d[next(iter(d))]
+            d[key] = value
+
+    def clear(self) -> None:
+        self._d.clear()

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import RANK, CheckContext, Finding, context_of
-from agentsh.agent.core.mcp.detect_chars import scan_chars
+from agentsh.agent.core.mcp.detect_chars import CharHit, scan_chars
 from agentsh.agent.core.mcp.detect_parse import ParsedTool, stem
+from agentsh.agent.core.mcp.detect_text import TextMemo
 
 _CHAR_TOOLS = frozenset(map(stem, ["invisible", "unicode", "zero", "width", "strip", "sanitize", "sanitise",
                                     "normalize", "normalise", "character", "characters", "homoglyph"]))
@@ -19,6 +20,9 @@ class CharCheck:
     def __init__(self, *, invisible: bool, ansi: bool) -> None:
         self.invisible = invisible
         self.ansi = ansi
+        # the hits of one text (frozen): a text repeated across a server's tools is scanned once
+        self._hits: TextMemo[tuple[CharHit, ...]] = TextMemo(
+            lambda raw: tuple(scan_chars(raw, invisible=invisible, ansi=ansi)))
 
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
         if tool.plain:
@@ -27,7 +31,7 @@ class CharCheck:
             if f.prep is None or f.prep.index is None:
                 continue  # plain ASCII without controls
             per_name: dict[str, int] = {}
-            for hit in scan_chars(f.raw, invisible=self.invisible, ansi=self.ansi):
+            for hit in self._hits(f.raw):
                 k = per_name[hit.name] = per_name.get(hit.name, 0) + 1
                 if k > 20 and not hit.hidden:
                     continue  # the same character again: the first ones say it

@@ -43,7 +43,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     stems,
 )
 from agentsh.agent.core.mcp.detect_shell import KNOWN
-from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, TextMemo
+from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, KeyMemo, TextMemo
 
 _TOKEN_TABLE = bytes(b if (48 <= b <= 57 or 97 <= b <= 122) else 32 for b in range(256))
 _GATE_WORDS = frozenset(w.encode() for w in lx.GATE_WORDS)
@@ -344,6 +344,28 @@ def _as_verb(t: str, w: str) -> bool:
     return False
 
 
+def _cues_key_fn(key: tuple[object, ...]) -> Cues:
+    t, first, foreign, verbs, framed = key
+    assert isinstance(t, str)
+    return find_cues(t, tokens_of(t), bool(first), bool(foreign), bool(verbs), bool(framed))
+
+
+_CUES: KeyMemo[Cues] = KeyMemo()
+
+
+def cues_of(t: str, first: bool, foreign: bool, verbs: bool = True, framed: bool = False) -> Cues:
+    """``find_cues(t, tokens_of(t), ...)``, memoised per sentence text and flags (the tools
+    of one server repeat their sentences); a copy, as callers amend the cues."""
+    key = (t, first, foreign, verbs, framed)
+    c = _CUES.get(key)
+    if c is None:
+        c = _cues_key_fn(key)
+        _CUES.put(key, c)
+    return Cues(c.directive, c.kind, c.address, c.override, c.conceal, c.consent, c.priority,
+                c.deceive, c.tell, c.redirect, c.permission, c.guard, c.always, c.net_verb,
+                c.write_verb, c.read_verb)  # fmt: skip
+
+
 def _is_foreign(t: str, toks: set[str]) -> bool:
     if not t.isascii():
         letters = sum(1 for ch in t if ch.isalpha())
@@ -390,6 +412,9 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
     if k >= 0:
         spans.append((k, len(text), "text pushed below blank lines"))
     return spans
+
+
+_FRAMES = TextMemo(frame_spans)  # the spans are only read
 
 
 # ------------------------------------------------------------------ judging
@@ -1022,8 +1047,11 @@ _BOUND_KINDS = frozenset(("param_desc", "param_title", "vendor", "comment", "def
 _PARAM_GATE = frozenset(b"always every".split())
 
 
-def _param_gate_text(text: str) -> bool:
+def _param_gate_words(text: str) -> bool:
     return not _PARAM_GATE.isdisjoint(text.encode("utf-8", "ignore").translate(_TOKEN_TABLE).split())
+
+
+_param_gate_text = TextMemo(_param_gate_words)
 
 
 def _param_gate(tool: ParsedTool) -> bool:
@@ -1070,7 +1098,7 @@ class DirectiveCheck:
         bound = f.param is not None and f.kind in _BOUND_KINDS
         if not force and not peer_hits and not _gate(text) and not (bound and _param_gate_text(text)):
             return
-        frames = frame_spans(text)
+        frames = _FRAMES(text)
         first = first_field
         carry: tuple[int, int] | None = None  # a sentence with objects but no order
         announce = ""  # "run the following command:" gives the next line its order
@@ -1082,7 +1110,7 @@ class DirectiveCheck:
                     and not _gate(st) and not (bound and _param_gate_text(st)):
                 if st.rstrip().endswith(":") and not _EXAMPLE_RE.search(st):
                     # "run this compatibility shim first:" gives the next line its order
-                    cc = find_cues(st, tokens_of(st), is_first, False)
+                    cc = cues_of(st, is_first, False)
                     announce = cc.directive if cc.kind not in ("", "first_imperative") else ""
                 continue
             framed = next((label for s, e, label in frames if s <= a < e or a <= s < z), "")
@@ -1123,7 +1151,7 @@ class DirectiveCheck:
                      any(o.kind == "literal" for o in objs)):  # fmt: skip
             # (a parameter's own text naming a value "in all cases": an override to judge)
             return Cues(), objs  # nothing an order could be about: skip the cue analysis
-        c = find_cues(t, toks, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
+        c = cues_of(t, sent.first, _is_foreign(t, toks), bool(objs), bool(sent.framed))
         if not c.directive:
             lead = lx.LEAD_WORDS_RE.match(t)
             k = lead.end() if lead else 0

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import RANK, CheckContext, Finding, context_of, sev_of
 from agentsh.agent.core.mcp.detect_parse import ParsedTool
+from agentsh.agent.core.mcp.detect_text import TextMemo
 
 MAX_DECODE_DEPTH = 2
 _LONG_TOKEN = 20
@@ -187,19 +188,25 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
                 yield "base64", base + m.start(), base + m.end(), r
 
 
+# both are pure functions of one text: a parameter text repeated across a server's tools is
+# read once (detect_text.TextMemo, forgotten by detector.clear_caches)
+_MAY_HOLD = TextMemo(may_hold_payload)
+_RUNS: TextMemo[tuple[tuple[str, int, int, str], ...]] = TextMemo(lambda t: tuple(decoded_runs(t)))
+
+
 class EncodedCheck:
     name = "encoded"
 
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
-        if not may_hold_payload(tool.joined_raw):
+        if not _MAY_HOLD(tool.joined_raw):
             return
         for f in tool.texts:
-            if len(f.raw) >= 12 and may_hold_payload(f.raw):
+            if len(f.raw) >= 12 and _MAY_HOLD(f.raw):
                 yield from self._field(f.path, f.raw, tool, ctx, 0)
 
     def _field(self, path: str, text: str, tool: ParsedTool, ctx: CheckContext, depth: int
                ) -> Iterator[Finding]:  # fmt: skip
-        for kind, start, end, decoded in decoded_runs(text):
+        for kind, start, end, decoded in _RUNS(text):
             inner = ctx.rescan(decoded, tool) if callable(ctx.rescan) else []
             inner = [x for x in inner if RANK[x.severity] >= 1]
             words = len(_WORD.findall(decoded))
@@ -220,7 +227,7 @@ class EncodedCheck:
             for x in inner:
                 yield Finding("encoded_payload", sev, f"{kind}_payload", path,
                               f"{x.pattern}: {x.text}", start, shown[:200], why)
-            if depth + 1 < MAX_DECODE_DEPTH and len(decoded) >= _LONG_TOKEN and may_hold_payload(decoded):
+            if depth + 1 < MAX_DECODE_DEPTH and len(decoded) >= _LONG_TOKEN and _MAY_HOLD(decoded):
                 for x in self._field(path, decoded, tool, ctx, depth + 1):
                     if RANK[x.severity] >= 2:
                         yield Finding(x.category, x.severity, f"{kind}_{x.pattern}", path, x.text,
