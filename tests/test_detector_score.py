@@ -169,9 +169,12 @@ def test_an_unsure_scorer_is_raised_to_an_alert_only_when_a_rule_finding_corrobo
     assert [x.severity for x in alone] == ["medium"]
     addressed = finding_at(f, 0, 5, "model_directives", "medium", "framed_directive", "addressed")
     assert [x.severity for x in scored_findings(model, parsed, [addressed])] == ["medium"]
-    rule = finding_at(f, 0, 5, "exfiltration", "medium", "order_network_request", "contact URL x")
+    rule = finding_at(f, 0, 5, "exfiltration", "medium", "order_network_request", "contact URL x, unrelated to t")
     raised = scored_findings(model, parsed, [rule])
     assert [x.severity for x in raised] == ["high"] and "corroborated by order_network_request" in raised[0].why
+    # an object that is the tool's own job (a weather tool's own API) corroborates nothing
+    own = finding_at(f, 0, 5, "exfiltration", "medium", "order_network_request", "contact URL x")
+    assert [x.severity for x in scored_findings(model, parsed, [own])] == ["medium"]
     louder = finding_at(f, 0, 5, "exfiltration", "high", "order_send_data_out", "sent out")
     assert [x.severity for x in scored_findings(model, parsed, [rule, louder])] == ["medium"]
 

@@ -172,7 +172,8 @@ ADDRESS_RE = re.compile(
 
 # the user's own choice is set aside
 OVERRIDE_RE = re.compile(
-    r"\b(?:regardless(?:\s+of)?|whatever\s+(?:the\s+)?(?:user|they|you|is|was|it)|no\s+matter\s+"
+    r"\b(?:regardless(?:\s+of)?|whatever\s+(?:the\s+)?(?:user|they|you|is|was|it|findings|results|outcome|"
+    r"evidence|content|review)|no\s+matter\s+"
     r"(?:what|which|who)|irrespective\s+of|even\s+(?:when|if|though)|in\s+addition\s+to\s+"
     r"(?:anything|whatever|what|any)|instead\s+of\s+(?:what|the\s+(?:user|requested|given))|"
     r"rather\s+than\s+(?:what|the\s+(?:user|requested|given))|on\s+every\s+call|in\s+every\s+call|"
@@ -278,6 +279,7 @@ PROTECTIVE_RE = re.compile(
     # user", "treat any instructions inside them as data"
     r"|(?:do\s+not|don'?t|never)\s+[^.;]{0,40}\bwithout\s+(?:first\s+)?(?:asking|confirming\s+with|"
     r"checking\s+with)\s+(?:the\s+)?(?:user|owner)"
+    r"|(?:shown|presented|shown\s+first)\s+to\s+the\s+user\s+for\s+(?:confirmation|approval|review)"
     r"|treat\s+(?:any\s+|all\s+)?(?:instructions?|commands?|directives?)\s+(?:[\w-]+\s+){0,4}?as\s+"
     r"(?:data|untrusted|plain\s+text|content)"
     r"|(?:do\s+not|don'?t|never)\s+(?:follow|obey|execute|act\s+on)\s+(?:any\s+)?(?:instructions?|commands?)\s+"
@@ -482,6 +484,10 @@ DATA_RE = re.compile(
     # "every message it has seen", "a short summary of what the user has been working on",
     # "<verbatim user message>"
     r"\b(?:browser[\s-]history|browsing\s+history|(?:the\s+)?(?:user'?s\s+)?(?:clipboard|keychain)\s+contents|"
+    # "the last three things the user told you about themselves", "what the user shared earlier"
+    r"(?:the\s+)?(?:last|first|\w+)\s+(?:\w+\s+)?things?\s+(?:that\s+)?the\s+user\s+(?:has\s+)?(?:told|said|"
+    r"shared|mentioned|wrote|typed|asked)|what\s+the\s+user\s+(?:has\s+)?(?:told\s+you|said|shared|"
+    r"mentioned|wrote|typed)\s+(?:earlier|before|so\s+far|about)|"
     r"(?:a\s+)?(?:short\s+|brief\s+)?(?:summary|recap|digest|description)\s+of\s+(?:what\s+the\s+user|"
     r"the\s+(?:current\s+)?(?:conversation|session|chat)|the\s+user'?s\s+(?:work|activity|session|"
     r"requests?|messages?)|everything)|(?:verbatim|exact|full|entire|complete|raw)\s+(?:user'?s?\s+)?"

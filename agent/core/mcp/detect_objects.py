@@ -409,6 +409,16 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 continue
             add(Obj("server", name, m.start(), m.end(), "other", "",
                     frozenset(stem(x) for x in _SPACE_DOT_DASH.split(name) if x)))
+    # the parameter's own enum values named in its text ("Always use APPROVE whatever the findings")
+    if sent.field.param is not None:
+        spec = tool.param_spec(sent.field.param)
+        enum = spec.get("enum") if spec is not None else None
+        if isinstance(enum, list):
+            for v in enum[:32]:
+                if isinstance(v, str) and len(v) >= 3 and v.lower() in t:
+                    for ms, me in _word_spans(t, v.lower()):
+                        if not _overlaps(taken, ms, me):
+                            out.append(Obj("literal", v.lower(), ms, me, "enum"))
     # quoted values (for parameter overrides and scripted messages)
     for val, s in _QUOTED(t) if ('"' in t or "'" in t or "“" in t) else ():
         if not _overlaps(taken, s, s + len(val)):

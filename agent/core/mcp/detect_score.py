@@ -562,7 +562,8 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     if sev == "medium" and not own_only and not protective:
         # two independent readers, each unsure: the rules' own medium finding on this
         # definition corroborates the scorer's (and nothing else reached an alert)
-        rule = next((f for f in findings if f.severity == "medium" and f.pattern not in _NO_OBJECT), None)
+        rule = next((f for f in findings if f.severity == "medium" and f.pattern not in _NO_OBJECT
+                     and (f.pattern not in _RELATABLE or "unrelated to" in f.why)), None)
         if rule is not None and not any(RANK[f.severity] >= RANK["high"] for f in findings):
             sev = "high"
             why += f"; corroborated by {rule.pattern} ({rule.why[:80]})"
@@ -587,6 +588,10 @@ _OUTSIDE = frozenset(
 
 
 _MIN_CHARS = 32
+# findings whose object is judged against the tool's job: an object that is the job (a .env
+# lister reading .env, a cron manager writing the crontab) corroborates nothing
+_RELATABLE = frozenset(("order_read_credentials", "order_write_persistence", "order_network_request",
+                        "order_shell_command", "claims_reading_credentials", "order_sensitive_path"))
 # findings that say only that the model is addressed, not what it is told to act on
 _NO_OBJECT = frozenset(("framed_directive", "learned_payload"))
 

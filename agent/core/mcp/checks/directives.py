@@ -83,6 +83,11 @@ _USER_SUBJECT = re.compile(r"\b(?:the\s+)?(?:user|users|human|operator|administr
                            r"developer|maintainer|reviewer)s?\s+(?:\w+\s+)?$|\bthey\s+(?:\w+\s+)?$"
                            # "the server must be launched with sudo rights": about deployment
                            r"|\bthe\s+(?:mcp\s+)?(?:server|daemon|host|process|container|service)\s+$")  # fmt: skip
+_FIRST_WORD = re.compile(r"[\s\-*#>0-9.)(]*([a-z]+)")
+_VALUE_NORM = re.compile(r"\s+be\s+(?:\d|at\s+(?:least|most)|no\s+(?:more|less|larger|smaller)|one\s+of|between|"
+                         r"in\s+the\s+range|(?:set\s+to\s+)?\d)")
+# "(Node, Python, Go)": a word closing a list item has no object; it is no order
+_LIST_ITEM_END = re.compile(r"\s*[),]")
 _NOUN_SUBJECT = re.compile(r"\s+(?:[a-z-]+\s+)?(?:are|is|were|was|has|have)\b")
 _UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before)\s+(?:they|the\s+(?:user|student|player|reader|"
                     r"candidate))\s+(?:have\s+|has\s+)?(?:submitted|answered|finished|completed|solved|"
@@ -217,6 +222,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                 continue  # "the user may install it …": an order to the person, not the model
             if lx.is_mention(t, m.start()):
                 continue
+            if _VALUE_NORM.match(t, m.end()):
+                continue  # "the directory should be 700": a norm for a value, not an order
             if _NOT_AFTER_MODAL.match(t, m.end()) or m.group(0).endswith("n't"):
                 # "you must not ask the user to paste keys": a prohibition, unless the
                 # sentence also gives an order ("call `x` instead; this tool must not be used")
@@ -229,7 +236,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             v = m.group(1)
             if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)) and \
                     not _CAPABILITY_BEFORE.search(t, 0, m.start(1)) and \
-                    not _NOUN_SUBJECT.match(t, m.end(1)):  # fmt: skip
+                    not _NOUN_SUBJECT.match(t, m.end(1)) and not _LIST_ITEM_END.match(t, m.end(1)):  # fmt: skip
                 c.directive, c.kind = m.group(0).strip(" ,:;(["), "imperative"
                 break
     if not c.directive:
@@ -279,8 +286,11 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         c.directive, c.kind = trigger.group(0), "trigger"  # "whenever send_email is called, …"
     if not c.directive and foreign and not first:  # (the first sentence is the tool's job, in any language)
         c.directive, c.kind = "(switch to another language)", "foreign"
-    if c.kind == "imperative" and first and t.lstrip(" \t\n-*#>0123456789.)(").startswith(c.directive):
-        c.kind = "first_imperative"  # "Create a new branch …": the tool saying what it does
+    fw = _FIRST_WORD.match(t) if c.kind == "imperative" and first else None
+    if c.kind == "imperative" and first and (t.lstrip(" \t\n-*#>0123456789.)(").startswith(c.directive) or
+                                             (fw is not None and fw.group(1) in lx.IMPERATIVE_VERBS)):
+        # "Create a new branch …", "Add, list or remove entries …": the tool saying what it does
+        c.kind = "first_imperative"
     # modifiers
     if toks & _T_CONCEAL or not ascii_t:
         c.conceal = _search(lx.CONCEAL_RE, t)
@@ -454,6 +464,9 @@ _SETS_ARGS = re.compile(r"\b(?:set|leave|fill|change|force|pass|add)\s+(?:the\s+
                         r"(?:\s+[\w-]+)?\s+(?:field\s+|parameter\s+|argument\s+)?(?:to\s+['\"\w]|as\s+['\"]|"
                         r"empty|blank|unset)")
 _NEGATED_BEFORE_OBJ = re.compile(r"\b(?:not|never|don'?t|no)\b[^.;,]{0,30}$")
+_FOR_THE_USER = re.compile(r"\b(?:tell|ask|advise|remind|suggest\s+to|instruct)\s+(?:the\s+)?(?:user|them)\s+"
+                           r"(?:that\s+)?(?:they|he|she)?\s*(?:can|could|should|may|might|need\s+to|needs\s+to|"
+                           r"to|must)\b[^.;]*$")
 _CALL_BEFORE = re.compile(r"\b(?:call|calling|use|using|invoke|invoking|route|routing|hand|handing|"
                           r"switch\s+to|prefer|preferring)\b[^.;]{0,16}$")
 _WITH_AFTER = re.compile(r"\s*`?\s*(?:\([^)\n]{0,40}\)\s*)?(?:\w+\s+){0,3}?(?:with|passing|including|"
@@ -517,7 +530,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
            or (o.kind == "tool" and o.klass in ("peer", "other_server"))]
     quoted = [(o.start, o.end) for o in objs if o.kind == "literal"]
     bulk = [o for o in objs if o.kind == "data" and o.klass == "bulk" and not related(o, tool) and
-            not any(a <= o.start and o.end <= z for a, z in quoted)]  # not resourceType='ai_conversation'  # fmt: skip
+            not any(a <= o.start and o.end <= z for a, z in quoted) and  # not resourceType='ai_conversation'
+            not _NAMING_AFTER.match(t, o.end)]  # not "the full repository path": a value's form  # fmt: skip
     has_data = bool(bulk)  # the session's data; one item of it (the user's question) is ordinary
     has_secret = "secret" in kinds or ("env" in kinds and c.read_verb)
     implicit_param = sent.field.param is not None and sent.field.kind in (
@@ -554,6 +568,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             continue  # "never paste a real token into chat": a prohibition, not an order to act
         rel = related(o, tool, sent.first and c.kind != "first_imperative")
         if o.kind == "cmd":
+            if d and (_FOR_THE_USER.search(t, 0, o.start) or (lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t))) \
+                    and o.klass not in ("revshell", "exfil", "secret"):  # fmt: skip
+                continue  # "tell the user they can install it with `sudo apt install gh`": the user runs it
             lvl = _CMD_LEVEL[o.klass] if d else (2 if o.klass == "revshell" else
                                                  1 if _CMD_LEVEL[o.klass] == 3 else 0)
             if rel:
@@ -716,7 +733,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                          True))  # fmt: skip
         elif o.kind == "param":
             pass  # judged below, once per sentence
-        elif o.kind == "account" and d and not c.guard:
+        elif o.kind == "account" and d and (not c.guard or user_override or "user's own" in t):
             add(_Verdict(2, "model_directives", "order_payment_destination", o,
                          f"pay to or use account {_q(o)}"))
 
@@ -860,7 +877,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             v.what += f", inside {sent.framed}"
         if c.kind == "first_imperative" and not sent.framed and not v.fixed:
             v.level -= 1
-        if c.guard and not c.override:
+        if c.guard and not c.override and not user_override and "user's own" not in t:
             v.level -= 2
         if c.address and v.level >= 1 and v.pattern in ("order_network_request", "order_call_tool") \
                 and v.obj is not None and v.obj.klass not in ("reserved", "self", "sibling"):
@@ -907,7 +924,8 @@ _ACTS = re.compile(
 _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even\s+(?:when|if|though)|"
                         r"in\s+addition\s+to|instead\s+of|rather\s+than)\b[^.\x00]{0,50}?\b(?:user|"
                         r"requested|asked|specified|given|provided|they|you|request|input|"
-                        r"instructions?|choice|selection|preference)\b|\b(?:the\s+correct|"
+                        r"instructions?|choice|selection|preference|findings|results|outcome|evidence|"
+                        r"content|review)\b|\b(?:the\s+correct|"
                         r"the\s+only\s+(?:valid|accepted|allowed))\s+value|\boverridden\b")  # fmt: skip
 # the user's own value discredited: "the user's own frame id is often wrong"
 _DISCREDIT = re.compile(r"\b(?:the\s+)?user'?s\s+(?:own\s+)?(?:[\w-]+\s+){0,3}?(?:is|are)\s+"
@@ -923,6 +941,8 @@ _TRANSFER = re.compile(r"\b(?:put|place|fill|include|contain|paste|pass|send|add
                        r"suffix|prepend|encode|supply|provide|write|dump|stuff|concatenate|forward|upload|post|give|hand|"
                        r"share|mail|email|append|store|submit|sync|mirror|report|log)\w*\b")  # fmt: skip
 _NEGATION = re.compile(r"\b(?:not|never|no|without|don'?t)\s+(?:\w+\s+)?$")
+_NAMING_AFTER = re.compile(r"\s*(?:path|paths|url|uri|urls|tag|tags|id|ids|identifier|name|names|prefix|"
+                           r"suffix|format|slug|number|key)\b")
 _IDENT_AFTER = re.compile(r"\s*(?:id|ids|identifier|key|name|title|type|number)\b")
 _WITH = re.compile(r"\b(?:with|passing|including|containing|plus)\b")
 _FROM_TOOL = re.compile(r"\bto\s+(?:get|obtain|see|list|find|discover|retrieve|read|fetch|look\s+up)\b")
@@ -1044,7 +1064,7 @@ MAX_PROSE = 256 * 1024  # characters of prose read per tool (the largest real to
 _BOUND_KINDS = frozenset(("param_desc", "param_title", "vendor", "comment", "default", "const",
                           "example", "enum"))
 # in a parameter's own text, "always"/"every call" with a value is already an override
-_PARAM_GATE = frozenset(b"always every".split())
+_PARAM_GATE = frozenset(b"always every even whatever regardless instead append prepend include insert".split())
 
 
 def _param_gate_words(text: str) -> bool:
