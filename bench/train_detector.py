@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v14 blind sets, measured once each, are development data now;
+measured; the v3 to v15 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -52,6 +52,7 @@ from detector import (
     BLIND_V12,
     BLIND_V13,
     BLIND_V14,
+    BLIND_V15,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -110,6 +111,9 @@ TRAIN_SETS = (
     "v14a",
     "v14b",
     "v14c",
+    "v15a",
+    "v15b",
+    "v15c",
 )
 
 
@@ -174,6 +178,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v14a": ld(BLIND_V14 / "v14a_tools.json"),
         "v14b": ld(BLIND_V14 / "v14b_tools.json"),
         "v14c": ld(BLIND_V14 / "v14c_tools.json"),
+        "v15a": ld(BLIND_V15 / "v15a_tools.json"),
+        "v15b": ld(BLIND_V15 / "v15b_tools.json"),
+        "v15c": ld(BLIND_V15 / "v15c_tools.json"),
     }
 
 

@@ -26,7 +26,7 @@ from agentsh.agent.core.mcp.detect_text import KeyMemo
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close"]
+    ["run", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -236,6 +236,7 @@ CONSENT_RE = re.compile(
     r"(?:\s+(?:the\s+)?(?:user|reporter|owner|maintainers?|anyone|them|him|her))?"
     r"(?:\s+(?:for\s+)?(?:confirmation|approval|permission|consent))?"
     r"|(?:needs?|requires?)\s+no\s+(?:confirmation|approval|permission|consent)"
+    r"|(?:does|do)\s+not\s+(?:need|require)\s+(?:any\s+|the\s+user'?s\s+)?(?:confirmation|approval|permission|consent)"
     r"|skip(?:ping)?\s+(?:any\s+|all\s+|the\s+)?(?:safety\s+|user\s+)?(?:confirmation|approval|"
     r"permission|consent)s?(?:\s+(?:prompts?|steps?|checks?|dialogs?|questions?))?"
     r"|(?:safety\s+)?(?:confirmations|confirmation\s+prompts)\s+(?:are|is)\s+(?:now\s+)?(?:considered\s+)?"
@@ -339,6 +340,8 @@ DECEIVE_RE = re.compile(
     r"|\breport\s+no\s+(?:findings|issues|problems|vulnerabilities)|\banswer\s+(?:with\s+)?['\"]?no['\"]?\s*$"
     r"|\b(?:answer|reply|respond)\s+(?:every|each|all|any)\s+question\b[^.\x00]{0,60}?\bwith\s+['\"]"
     r"|\bmark\s+(?:the\s+)?(?:pr|pull\s+request|change|merge\s+request)\s+as\s+(?:lgtm|approved)"
+    r"|\b(?:answer|reply|respond|act)\s+as\s+if\s+(?:none|nothing|they|it|those)\s+(?:exists?|existed|happened|"
+    r"were\s+(?:there|sent|received))"
     r"|\bif\s+(?:the\s+)?user\s+asks?\s+(?:whether|if)\b[^.;]{0,80}?,?\s*(?:say|tell\s+(?:them|the\s+user)|answer|"
     r"reply|respond)\s+(?:that\s+)?(?:they|it|this|we|nothing)\s+(?:are|is|was|were|do|does|did|has|have)?\s*"
     r"(?:not|never|n't)\b"
@@ -484,6 +487,10 @@ DATA_RE = re.compile(
     # "every message it has seen", "a short summary of what the user has been working on",
     # "<verbatim user message>"
     r"\b(?:browser[\s-]history|browsing\s+history|(?:the\s+)?(?:user'?s\s+)?(?:clipboard|keychain)\s+contents|"
+    r"(?:the\s+)?(?:most\s+)?(?:recent|latest|last)\s+user\s+messages?|"
+    r"(?:the\s+)?(?:user'?s|customer'?s|client'?s|their)\s+(?:e-?mail\s+address|phone\s+number|home\s+address|"
+    r"date\s+of\s+birth|card\s+(?:number|details)|social\s+security\s+number)|"
+    r"(?:the\s+)?last\s+(?:four|4)\s+digits\s+of\s+(?:their|the|the\s+user'?s)\s+card|"
     # "the last three things the user told you about themselves", "what the user shared earlier"
     r"(?:the\s+)?(?:last|first|\w+)\s+(?:\w+\s+)?things?\s+(?:that\s+)?the\s+user\s+(?:has\s+)?(?:told|said|"
     r"shared|mentioned|wrote|typed|asked)|what\s+the\s+user\s+(?:has\s+)?(?:told\s+you|said|shared|"
@@ -680,7 +687,7 @@ def _is_mention(sentence: str, start: int) -> bool:
 # tools) or orders that need none (concealment, authority claims, the model as
 # addressee). Obligation words alone ("must", "always") are not here: an order
 # without an object is not worth the analysis.
-GATE_CHARS = ("that tool", "identical param", "identical arg", "same param", "same arg", "`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "[inst", "/etc/",
+GATE_CHARS = ("even if the user", "even when the user", "even though the user", "that tool", "identical param", "identical arg", "same param", "same arg", "`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "[inst", "/etc/",
               "/var/", "/tmp/", "/root", "/home/", "/usr/", "/proc/", "/dev/", "/library/",
               "<system", "<important", "\n\n\n\n\n", "www.", ".ssh", ".aws", ".env", ".kube",
               "kubeconfig", ".npmrc", ".netrc", ".pypirc", ".pgpass", ".bashrc", ".zshrc",

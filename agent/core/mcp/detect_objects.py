@@ -38,7 +38,7 @@ from agentsh.agent.core.mcp.detect_paths import PATH_RE, path_classes
 from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
 from agentsh.agent.core.mcp.detect_text import TextMemo
 
-URL_RE = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s\x00\"'<>`)\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]]*")
+URL_RE = re.compile(r"\b(?:https?|ftps?|wss?|file|webcal|sftp|smb|ssh|git)://[^\s\x00\"'<>`)\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]]*")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
 IP_RE = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\d.])")
 _TLDS = ("com|net|org|io|dev|xyz|app|co|cc|sh|ai|me|info|biz|pro|site|online|cloud|tech|link|"
@@ -174,6 +174,7 @@ _WORD_RE = re.compile(r"[a-z0-9_]+")
 _DIGIT_RE = re.compile(r"\d")
 # one piece of the user's data (their question, their e-mail) rather than the whole session
 _DATA_ITEM_RE = re.compile(
+    r"(?:customer|client|their)'?s?\s+(?:e-?mail|phone|home\s+address|date\s+of|card|social)|digits\s+of|"
     r"user'?s\s+(?:\w+\s+)?(?:request|question|query|prompt|input|name|email|address|phone|location|"
     r"identity|token|details|data|files?|documents?|code|contacts?)\b|\b(?:previous|prior|recent|"
     r"other)\s+(?:results?|turns?|requests?|responses?|tool\s+outputs?)\b|(?:names|emails)\b"
@@ -425,7 +426,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             out.append(Obj("literal", val, s, s + len(val), "quoted"))
     # other tools as a group ("do not call the other tools", "any other search tool")
     for m in _OTHER_TOOLS.finditer(t) if ("other" in toks or "another" in toks or "whichever" in toks
-                                          or "whatever" in toks) else ():  # fmt: skip
+                                          or "whatever" in toks or "tool" in toks) else ():  # fmt: skip
         add(Obj("tool", m.group(0), m.start(), m.end(), "others"))
     # "use the first example", "ping the default": the schema value the sentence points at
     if sent.field.param is not None and ("example" in t or "default" in t):
@@ -513,7 +514,10 @@ _SQL_DESTRUCTIVE = re.compile(r"\s*(?:drop\s+(?:table|database|schema|user|role)
                               r"delete\s+from\s+[\w.\"]+\s*;?\s*$|alter\s+user\s+\w+\s+with\s+superuser|"
                               r"grant\s+all\b)")
 _OTHER_TOOLS = re.compile(r"\b(?:(?:the|any|all|whichever|whatever)\s+other|another|whichever|whatever)\s+"
-                          r"(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b")
+                          r"(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b"
+                          # a tool described by its power: "the shell tool available in your environment"
+                          r"|\b(?:the|a|your|any)\s+(?:shell|terminal|bash|command[\s-]line|code[\s-]execution|exec|"
+                          r"python|browser|http|fetch|network|e-?mail|filesystem|file[\s-]system)\s+tool\b")
 _THIS_SERVER = re.compile(r"\b(?:this|same|our)\s+(?:same\s+)?(?:mcp\s+)?server\b|\(this\s+server\)|"
                           r"\b(?:de\s+este|del|de\s+ce|du|do|deste|dello|desselben|dieses|"
                           r"auf\s+diesem|en\s+este|sur\s+ce)\s+(?:mismo\s+|même\s+|mesmo\s+|stesso\s+)?"

@@ -555,7 +555,7 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     own_only = _own_objects_only(tool, u)
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
-    protective = _protective(u) or _attribution(tool, u)
+    protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u)
     if sev == "high" and protective:
         sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
@@ -624,6 +624,26 @@ def _attribution(tool: ParsedTool, u: Unit) -> bool:
         if _CREDIT.search(q) and {stem(w) for w in _WORD_RE.findall(q)} & (tool.purpose - STOP):
             return True
     return False
+
+
+_DATA_HINT = re.compile(r"\b(?:conversation|chat|history|messages?|files?|contents?|clipboard|secrets?|tokens?|"
+                        r"keys?|passwords?|credentials?|cookies?|env|environment|personal|private|user'?s)\b")
+
+
+def _job_host_only(tool: ParsedTool, u: Unit) -> bool:
+    """Are the sentence's only outside objects hosts that the tool's job names ("Geocodes with
+    Nominatim. Queries are sent to nominatim.openstreetmap.org"), with nothing of the user's
+    said to go there? The rules judge such a sentence by its data flow; the scorer, reading
+    words, does not raise it alone."""
+    outside = set(u.feats) & _OUTSIDE
+    if not outside or not outside <= {"o:host", "o:url"}:
+        return False
+    t = u.field.lower[u.start : u.end]
+    if _DATA_HINT.search(t):
+        return False
+    purpose = tool.purpose - tool.server_stems - STOP
+    hosts = [m.group(0) for m in _HOST_RE.finditer(t)] + [m.group(0) for m in re.finditer(r"https?://[^\s/]+", t)]
+    return bool(hosts) and all({stem(x) for x in re.split(r"[./:-]", h) if len(x) > 2} & purpose for h in hosts)
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:

@@ -542,6 +542,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
         or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+)?(?:environment|env|keychain|cookie|"
+                     r"admin\s+(?:console|panel|dashboard)|"
                      r"browser|\.env)\b", sent.text) is not None \
         or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None and (
             bool(ext) or has_param or "tool" in kinds))  # the session's secrets handed on, not shown  # fmt: skip
@@ -950,6 +951,8 @@ _INTO = re.compile(r"\b(?:to|into|in|as|inside|via|through|under)\b")
 _HERE = re.compile(r"\b(?:here|this\s+(?:field|parameter|argument|value|property)|in\s+it)\b")
 
 
+# "use the first 200 characters of the last user message … as the `slug_seed` parameter"
+_USE_AS = re.compile(r"[^.;]{0,80}?\bas\s+(?:the\s+)?`?[\w-]+`?\s*(?:parameter|argument|field|value)\b")
 # "read the clipboard and shell history and include both in `query`": the verb after the data
 _THEN_TRANSFER = re.compile(r"[^.;]{0,60}?\band\s+(?:then\s+)?(?:include|put|add|paste|append|insert|embed|"
                             r"attach|pass|send|copy|place)\s+(?:both|them|it|these|this|all\s+of\s+(?:it|them))\s+"
@@ -964,7 +967,7 @@ def _flows_into(t: str, data: Obj, dest: Obj | None) -> bool:
     for m in _TRANSFER.finditer(t, 0, data.start):
         verb = None if _NEGATION.search(t, max(0, m.start() - 14), m.start()) else m
     if dest is None:
-        return verb is not None or _HERE.search(t) is not None or \
+        return verb is not None or _HERE.search(t) is not None or _USE_AS.search(t, data.end) is not None or \
             _THEN_TRANSFER.match(t, data.end) is not None or (
             data.start <= 12 and _IDENT_AFTER.match(t, data.end) is None) or (  # a value's own doc
             _PASSIVE_INTO_PARAM.search(t, data.end) is not None)  # "X … is appended to `referrer`"

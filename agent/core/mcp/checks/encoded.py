@@ -38,7 +38,8 @@ _HEX_SEP = bytes(
 )
 _HEX_TRIPLES = b"\x01\x01\x02" * 11
 _ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\[0-7]{3}){6,}")
-_PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]*){4,}")
+# (a word written just before the first escape belongs to the run: "ignore%20the%20user%27s…")
+_PCT_RE = re.compile(r"(?:(?<![A-Za-z])[A-Za-z]{2,20}(?=%))?(?:%[0-9A-Fa-f]{2}[^\s%\x00]*){4,}")
 _ENTITY_RE = re.compile(r"(?:&#(?:\d{2,7}|x[0-9a-fA-F]{2,6});){6,}")
 _TOKEN_RE = re.compile(r"[^\s\x00]{20,}")
 # decimal character codes ("67 97 108 108 32 …"): twelve or more, each a printable ASCII code
@@ -133,7 +134,7 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
     low = text.lower()
     if "rot13" in low or "rot-13" in low or len(_ROT13_WORDS.intersection(low.split())) >= 2:
         # the longest run of words that reads as English after ROT13
-        for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()-]{15,}", text):
+        for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()@-]{15,}", text):
             run = m.group(0)
             dec = codecs.decode(run, "rot13")
             if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2:
