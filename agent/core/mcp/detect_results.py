@@ -100,12 +100,16 @@ _EXTRA_ADDRESS_RE = re.compile(
 )
 # literal anchors of _EXTRA_ADDRESS_RE's forms; "call"/"invok" count only before an identifier
 _EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidance", "override", "policy",
-                  "prompt", "<system", "<assistant", "<ai", "<instruction", "[[", "system:", "system :",
-                  "fyi", "psst", "hey ", "tip ", "memo", "ai:", "llm:", "ai system", "ai agent", "ai tool",
-                  "ai model", "llm agent", "llm tool", "call", "invok", "task", "request", "reminder",
-                  "requirement", "message", "protocol", "whoever", "who or", "bot", "programmer", "reviewer",
-                  "assistant", "agent", "<important", "(for", "workflow", "steps", "procedure", "rule",
-                  "[system](", "reader", "crawler")
+                  "prompt", "<system", "<assistant", "<ai", "[[", "system:", "system :",
+                  "fyi", "psst", "hey ", "tip ", "memo", "call", "invok", "task", "request", "reminder",
+                  "requirement", "message", "protocol", "whoever", "who or", "programmer",
+                  "<important", "(for", "workflow", "steps", "procedure", "rule", "[system](")
+# (forms that start at an addressee word, "AI agents:", "reviewer-bot:", "automated readers:", are
+# found around that word by _address_spans; they need no anchor of their own)
+# a window around a common anchor word ("message", "request", "rule") is tried only when a
+# reader of the model's kind or a role is named in it: most windows are about people
+_WINDOW_NEEDS = re.compile(r"\b(?:ai|llm|agents?|assistants?|models?|bots?|system|automat\w*|readers?|"
+                           r"reviewers?|crawlers?|tools?|programmers?|whoever|whatever)\b|[<\[`_]")
 _NEEDS_IDENT = frozenset(("call", "invok"))
 _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
@@ -434,6 +438,9 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
                 continue
             windows += 1
             a = max(0, i - 60)
+            if _WINDOW_NEEDS.search(low, a, min(len(low), i + 90)) is None:
+                i = low.find(anchor, i + len(anchor))
+                continue
             m = _EXTRA_ADDRESS_RE.search(low, a, min(len(low), i + 90))
             if m is not None and m.start() <= i + len(anchor):
                 out.setdefault(m.start(), m)
