@@ -140,7 +140,12 @@ _SOLICIT_SECRET = re.compile(
     r"\b(?:password|passcode|passphrase|pin|one-time\s+(?:code|password)|otp|2fa\s+code|mfa\s+code|"
     r"verification\s+code|security\s+code|seed\s+phrase|recovery\s+(?:phrase|code)|private\s+key|"
     r"api\s+key|access\s+token|card\s+number|cvv|social\s+security\s+number|credentials)\b")
-_USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*$")
+# what the user does, not the model: "… and let them add it to `.env.local` themselves", "tell the
+# user they can install it with `sudo apt install gh`"
+_USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*$"
+                               r"|\b(?:tell|ask|advise|remind|suggest\s+to|instruct)\s+(?:the\s+)?(?:user|them)\s+"
+                               r"(?:that\s+)?(?:they|he|she)?\s*(?:can|could|should|may|might|need\s+to|needs\s+to|"
+                               r"to|must)\b[^.;]*$")
 _PROTECTIVE = re.compile(r"\b(?:password|passphrase|secret|key|token|credential|code|pin|"
                          r"private)s?\b")  # fmt: skip
 _PROMO = re.compile(r"\$\d|\b(?:bonus|discount|coupon|promo(?:\s+code)?|claim\s+your|sponsored|"
@@ -464,9 +469,6 @@ _SETS_ARGS = re.compile(r"\b(?:set|leave|fill|change|force|pass|add)\s+(?:the\s+
                         r"(?:\s+[\w-]+)?\s+(?:field\s+|parameter\s+|argument\s+)?(?:to\s+['\"\w]|as\s+['\"]|"
                         r"empty|blank|unset)")
 _NEGATED_BEFORE_OBJ = re.compile(r"\b(?:not|never|don'?t|no)\b[^.;,]{0,30}$")
-_FOR_THE_USER = re.compile(r"\b(?:tell|ask|advise|remind|suggest\s+to|instruct)\s+(?:the\s+)?(?:user|them)\s+"
-                           r"(?:that\s+)?(?:they|he|she)?\s*(?:can|could|should|may|might|need\s+to|needs\s+to|"
-                           r"to|must)\b[^.;]*$")
 _CALL_BEFORE = re.compile(r"\b(?:call|calling|use|using|invoke|invoking|route|routing|hand|handing|"
                           r"switch\s+to|prefer|preferring)\b[^.;]{0,16}$")
 _WITH_AFTER = re.compile(r"\s*`?\s*(?:\([^)\n]{0,40}\)\s*)?(?:\w+\s+){0,3}?(?:with|passing|including|"
@@ -569,7 +571,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             continue  # "never paste a real token into chat": a prohibition, not an order to act
         rel = related(o, tool, sent.first and c.kind != "first_imperative")
         if o.kind == "cmd":
-            if d and (_FOR_THE_USER.search(t, 0, o.start) or (lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t))) \
+            if d and (_USERS_OWN_ACTION.search(t, 0, o.start) or (lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t))) \
                     and o.klass not in ("revshell", "exfil", "secret"):  # fmt: skip
                 continue  # "tell the user they can install it with `sudo apt install gh`": the user runs it
             lvl = _CMD_LEVEL[o.klass] if d else (2 if o.klass == "revshell" else
