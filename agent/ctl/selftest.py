@@ -276,6 +276,19 @@ def _decision_of(stdout: str) -> tuple[str | None, str]:
     return hso.get("permissionDecision") or "allow", str(hso.get("permissionDecisionReason") or "")
 
 
+_KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def canary_access_key() -> str:
+    """A fresh AWS access key id for the data-flow canary. It must be one the
+    sensitive-data rules accept: they require a digit after the ``AKIA`` prefix
+    (agent/core/sensitive.py), so one of the 16 characters is always a digit. Drawn
+    from the whole alphabet, 3.6% of keys had none and the selftest failed by chance."""
+    chars = [secrets.choice(_KEY_ALPHABET) for _ in range(16)]
+    chars[secrets.randbelow(16)] = secrets.choice("234567")
+    return "AKIA" + "".join(chars)
+
+
 def _check_hooks(run: Run, sock: str, policy: dict[str, Any], canary: dict[str, Any]) -> None:
     flow = policy.get("flow") or {}
     c = run.add("hooks")
@@ -308,9 +321,9 @@ def _check_hooks(run: Run, sock: str, policy: dict[str, Any], canary: dict[str, 
     if fp.get("sensitive_data_external", "deny") != "deny" or not policy["mcp"].get("enforce_policy", True):
         c.status, c.detail = SKIP, "the policy does not deny sensitive data flowing out (sensitive_data_external)"
         return
-    secret = "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+    secret = canary_access_key()
     try:
-        _run_hook(sock, "PostToolUse", {**base, "hook_event_name": "PostToolUse", "tool_name": "Read",
+        _, post_err = _run_hook(sock, "PostToolUse", {**base, "hook_event_name": "PostToolUse", "tool_name": "Read",
                                         "tool_input": {"file_path": "/agentsh-selftest/.env"},
                                         "tool_use_id": "toolu_agentsh_selftest_2",
                                         "tool_response": {"type": "text", "file": {
@@ -324,7 +337,10 @@ def _check_hooks(run: Run, sock: str, policy: dict[str, Any], canary: dict[str, 
         if decision == "deny" and "internal→external" in reason:
             c.status, c.detail = PASS, "a canary secret read then sent to a URL was denied (Read → WebFetch)"
         else:
-            c.detail = f"the canary exfiltration was answered {decision!r} ({reason or err.strip()})"
+            why = reason or err.strip()
+            if post_err.strip():  # the read was never recorded: say so, not only the symptom
+                why = f"{why}; the PostToolUse of the read said: {post_err.strip()}"
+            c.detail = f"the canary exfiltration was answered {decision!r} ({why})"
     except Exception as e:
         c.detail = f"{e.__class__.__name__}: {e}"
     c.seconds = time.monotonic() - t0
