@@ -77,6 +77,8 @@ MODAL_RE = re.compile(
     r"\b(?:must|should|shall|ought\s+to|needs?\s+to|have\s+to|has\s+to|had\s+better|"
     r"(?:is|are)\s+(?:required|expected|obliged|supposed)\s+to|required(?!\s+(?!to\b|that\b|for\b|before\b|"
     r"by\b|when\b|if\b|and\b|or\b|on\b|in\b)[a-z])|requires?\s+(?:that|you)|"
+    r"(?:requires?|needs?)\s+(?:an?\s+)?(?:prior|preceding|previous|first|initial|separate|successful)\s+"
+    r"(?:call|invocation|request|run)\s+(?:to|of)\b|"
     r"mandatory|obligatory|make\s+sure|be\s+sure\s+to|ensure|remember\s+to|don'?t\s+forget|"
     r"it\s+is\s+(?:important|essential|necessary|critical|vital|crucial)|please|kindly|"
     r"(?:is|are)\s+to\s+be|you'?ll\s+need\s+to|you\s+will\s+need\s+to|the\s+correct\s+value|"

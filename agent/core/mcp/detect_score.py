@@ -659,7 +659,14 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     named = [p for p in tool.peers if len(p) >= 3 and p in t]
     if any(_peer_acts(tool, p) for p in named):
         return False
+    if _SELF_CALL.search(t) and not named and _DATA_HINT.search(t) is None:
+        return True  # "call this tool with the customer's email address and the amount": its usage
     return "o:sibling" in feats or bool(named)
+
+
+# an order about calling this very tool (how to use it), not another one
+_SELF_CALL = re.compile(r"\b(?:call|use|invoke|run)\s+this\s+(?:tool|function|endpoint|method)\s+"
+                        r"(?:with|for|on|to|when|once|after|before)\b")
 
 
 def why_line(model: Model, tool: ParsedTool, u: Unit, p: float) -> str:

@@ -146,6 +146,18 @@ _USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*
                                r"|\b(?:tell|ask|advise|remind|suggest\s+to|instruct)\s+(?:the\s+)?(?:user|them)\s+"
                                r"(?:that\s+)?(?:they|he|she)?\s*(?:can|could|should|may|might|need\s+to|needs\s+to|"
                                r"to|must)\b[^.;]*$")
+# "show the user the verification URL (https://github.com/login/device) and the code": the
+# link is put in front of the user, not contacted and not sent anything (no verb that reaches
+# or moves anything between the user and the link: not "tell them to download it from …")
+_SHOWN_TO_USER = re.compile(r"(?:\b(?:show|display|present|give)\s+(?:it\s+)?(?:to\s+)?(?:the\s+)?(?:user|them)\b"
+                            r"|\btell\s+(?:the\s+)?(?:user|them)\b(?!\s+(?:to|that\s+they|they|how)\b))([^.;]*)$")
+
+
+def _shown_to_user(t: str, start: int) -> bool:
+    m = _SHOWN_TO_USER.search(t, max(0, start - 90), start)
+    return m is not None and lx.NET_VERBS_RE.search(t, m.start(1), start) is None
+
+
 _PROTECTIVE = re.compile(r"\b(?:password|passphrase|secret|key|token|credential|code|pin|"
                          r"private)s?\b")  # fmt: skip
 _PROMO = re.compile(r"\$\d|\b(?:bonus|discount|coupon|promo(?:\s+code)?|claim\s+your|sponsored|"
@@ -518,6 +530,21 @@ _GENERIC_PARAM_WORDS = frozenset(["name", "type", "value", "data", "text", "limi
                                   "option", "options", "id", "query", "input", "output"])  # fmt: skip
 
 
+# "… must be called before any other tool of this server": the server's own workflow (a
+# session to open first), not a hook around every tool the model has
+_OWN_SCOPE = re.compile(r"\s+(?:of|from|on|in|provided\s+by|exposed\s+by)\s+(?:this|the\s+same|our)\s+"
+                        r"(?:mcp\s+)?(?:server|integration|connector|extension|plugin|service|toolset|api)\b"
+                        r"|\s+(?:of|from|on|in|provided\s+by|exposed\s+by)\s+(?:the\s+)?([\w.-]+)")
+
+
+def _own_server_scope(t: str, end: int, tool: ParsedTool) -> bool:
+    m = _OWN_SCOPE.match(t, end)
+    if m is None:
+        return False
+    name = m.group(1)
+    return name is None or re.sub(r"[^a-z0-9]", "", name) in tool.server_stems
+
+
 def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_Verdict]:
     """Severity from the combination of directive, objects and modifiers."""
     out: list[_Verdict] = []
@@ -558,6 +585,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                                   o.klass != "reserved" for o in objs)  # fmt: skip
     user_override = (bool(c.override) and _OVER_USER.search(t) is not None) or \
         ("user" in t and _DISCREDIT.search(t) is not None)
+    # links of the tool's own service that the order puts in front of the user
+    shown = [o for o in ext if o.kind in ("url", "host") and o.klass not in ("carrier", "image") and
+             _shown_to_user(t, o.start) and not _SOLICIT_SECRET.search(t) and
+             related(o, tool, sent.first and c.kind != "first_imperative")]  # fmt: skip
     seen: set[tuple[str, str]] = set()
 
     def add(v: _Verdict) -> None:
@@ -610,6 +641,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif o.kind in ("url", "host", "ip", "email"):
             reserved = o.klass == "reserved"  # example.com & co: documentation, unless ordered
             carrier = o.klass in ("carrier", "image")
+            if o in shown:
+                continue  # the tool's own link shown to the user (an OAuth page): nothing goes there
             if not d and not (carrier and (has_data or has_secret)):
                 continue
             if not c.net_verb and not carrier and not has_data and not c.override and (
@@ -793,7 +826,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         add(_Verdict(2, "exfiltration", "order_data_out", None, "the user's data sent on"))
     # a flow from where secrets or the user's data live to outside the machine: the worst
     # combination, whatever the sentence position or the tool's purpose
-    sinks = [o for o in ext if not (o.kind == "tool" and o.klass == "peer" and not c.net_verb)]
+    sinks = [o for o in ext if not (o.kind == "tool" and o.klass == "peer" and not c.net_verb) and o not in shown]
     sources = [o for o in objs if (o.kind == "path" and "cred" in o.classes) or
                (o.kind == "cmd" and o.klass == "secret") or o.kind == "secret" or
                (o.kind == "data" and sinks and _flows_into(t, o, sinks[0]))]  # fmt: skip
@@ -832,7 +865,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 break
     if d and (" it " in t or "this " in t or " me " in t) and (
         m := lx.INVOKE_ALWAYS_RE.search(t)
-    ) is not None:
+    ) is not None and not _own_server_scope(t, m.end(), tool):
         add(_Verdict(3 if c.override else 2, "model_directives", "order_invoke_always", None,
                      f"this tool must run around every other call ('{m.group(0)[:50]}')"))
     if ("<" in t or "[" in t) and (m := lx.ROLE_MARKER_RE.search(t)) is not None and \
