@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from agentsh.agent.core.mcp.detect_lex import (
     DATA_RE,
     ENV_NAME_RE,
+    INTRO_COMMA_RE,
     LEAD_WORDS_RE,
     REPLY_DEST_RE,
     SECRET_RE,
@@ -38,7 +39,7 @@ from agentsh.agent.core.mcp.detect_paths import PATH_RE, path_classes
 from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
 from agentsh.agent.core.mcp.detect_text import TextMemo
 
-URL_RE = re.compile(r"\b(?:https?|ftps?|wss?|file|webcal|sftp|smb|ssh|git)://[^\s\x00\"'<>`)\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]]*")
+URL_RE = re.compile(r"\b(?:https?|ftps?|wss?|file|webcal|sftp|smb|ssh|git)://[^\s\x00\"'<>`)\]|]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]|]*")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
 IP_RE = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\d.])")
 _TLDS = ("com|net|org|io|dev|xyz|app|co|cc|sh|ai|me|info|biz|pro|site|online|cloud|tech|link|"
@@ -93,7 +94,7 @@ ACCOUNT_RE = re.compile(
 )
 _CALL_NEAR = re.compile(
     r"\b(?:call|calls|calling|called|invoke|invoking|invoked|use|using|run|trigger|query|submit|"
-    r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+)?$"
+    r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+|[a-z][\w.-]{1,40}'s\s+)?$"
 )
 # shell syntax or flags: a line starting with a command word is a command, not prose
 _SHELLISH = re.compile(r"(?:^|\s)--?[a-z]|[|;&>`]|\$\(|\$\{?[a-z_]|@[~$/.]|https?://")
@@ -279,9 +280,12 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     # also after a label ("Diagnostics: bash -i >& /dev/tcp/…")
     if not taken and not toks.isdisjoint(_CMD_WORDS):
         lead = LEAD_WORDS_RE.match(t)
-        for k in (lead.end() if lead else 0, *(m.end() for m in _COLON_SP.finditer(t))):
+        intro = INTRO_COMMA_RE.match(t)
+        for k in (lead.end() if lead else 0, *(m.end() for m in _COLON_SP.finditer(t)),
+                  *((intro.end(),) if intro else ())):
             line = t[k:].strip()
-            if line and _base(line.split(None, 1)[0]) in KNOWN and _SHELLISH.search(line):
+            if line and _base(line.split(None, 1)[0]) in KNOWN and (_SHELLISH.search(line) or
+                                                                    _PKG_INSTALL.match(line)):
                 sh = classify(line)
                 if sh is not None and sh.klass != "plain":
                     k2 = t.find(line, k)
@@ -507,6 +511,9 @@ _DOT_DASH = re.compile(r"[.-]")
 _SPACE_DOT_DASH = re.compile(r"[\s.-]+")
 _IDENTISH = re.compile(r"[a-z][\w.:-]*")
 _COLON_SP = re.compile(r":\s+")
+# a package manager's install: a command form that prose does not take ("pip install x-sync")
+_PKG_INSTALL = re.compile(r"(?:pip3?|pipx|uv\s+pip|npm|pnpm|yarn|gem|cargo|brew|apt(?:-get)?|go)\s+"
+                          r"(?:install|add|i|get)\s+[\w@][\w@./=<>~^-]*")
 _DOTFILE = re.compile(r"\.[a-z][\w-]*(?:\.[\w-]+)?$")
 _SELF_CALL = re.compile(r"\b(?:call|invoke|run|use|trigger|execute|pass\s+\w+\s+to)\s+"
                         r"(?:this\s+(?:tool|function)|me)\b")
@@ -569,6 +576,11 @@ def _param_values(tool: ParsedTool, param: str) -> list[str]:
     return [x for x in vals if isinstance(x, str)]
 
 
+# a server named as the owner of a tool ("notion-sync's share_page"); not people or the model
+_OWNER_BEFORE = re.compile(r"\b([a-z][\w.-]{1,40})'s\s+$")
+_NOT_OWNER = frozenset(("user", "users", "customer", "customers", "client", "model", "assistant", "agent",
+                        "ai", "team", "company", "org", "organization", "owner", "admin", "caller",
+                        "server", "tool", "app", "application", "service", "system", "platform"))
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 # "… (same server), which calls open-meteo.com": the service behind a tool, not an address to contact
@@ -611,6 +623,13 @@ def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> 
     peer = tool.peers.get(name)
     if peer is not None:
         return Obj("tool", name, s, e, "peer", peer.server or "", topic)
+    pm = _OWNER_BEFORE.search(t, max(0, s - 44), s)  # "invoke notion-sync's share_page"
+    if pm is not None and pm.group(1) not in _NOT_SERVER and pm.group(1) not in _NOT_OWNER:
+        g = pm.group(1)
+        if {stem(x) for x in re.split(r"[^a-z0-9]+", g) if x} & tool.server_stems and \
+                re.sub(r"[^a-z0-9]", "", g) in tool.server_stems:  # fmt: skip
+            return Obj("tool", name, s, e, "sibling", "", topic)
+        return Obj("tool", name, s, e, "other_server", g, topic)
     for m in SERVER_RE.finditer(near):
         g = next((x for x in m.groups() if x), "").strip().lower()
         if g and g not in _NOT_SERVER and g.split()[-1] not in _NOT_SERVER:

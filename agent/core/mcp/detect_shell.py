@@ -151,6 +151,8 @@ def looks_like_command(text: str) -> bool:
     first = _base(t.split(None, 1)[0])
     if first in KNOWN or first in PRIVESC:
         return True
+    if first in ("cd", "pushd") and re.search(r"\s(?:&&|\|\||;)\s", t):
+        return True  # "cd $dest && npm install && …": a chain that starts by changing directory
     if re.match(r"[a-z0-9_]+=\S", t) and len(t.split()) > 1:
         return _base(t.split()[1]) in KNOWN  # VAR=x cmd
     return False

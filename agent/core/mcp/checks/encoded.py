@@ -106,8 +106,21 @@ def _readable(data: bytes) -> str | None:
     if good / len(s) < 0.9 or sum(c.isalpha() for c in s) < len(s) * 0.2:
         return None
     if not any(c in " /.:|;&=" for c in s):
-        return None  # one long "word": an identifier or noise, not a payload
+        # one long "word": an identifier or noise, not a payload, unless it is base64 again
+        # (an order encoded twice; the caller decodes the next layer)
+        return s if len(s) >= _LONG_TOKEN and _encoded_again(s) else None
     return s
+
+
+def _encoded_again(s: str) -> bool:
+    """Is ``s`` itself base64 of readable text (one layer of a payload encoded twice)?"""
+    if _B64_RE.fullmatch(s) is None:
+        return False
+    try:
+        raw = base64.b64decode(s + "=" * (-len(s) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return _readable(raw) is not None
 
 
 def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
@@ -221,15 +234,23 @@ class EncodedCheck:
                 sev = "high" if hint else "medium"
                 why = f"readable {kind}-encoded text" + (" with a hint to decode it" if hint else "")
             else:
-                continue
+                sev = ""  # nothing readable at this layer: it may be another encoding (base64 twice)
             shown = decoded if len(decoded) <= 300 else decoded[:297] + "..."
+            if not sev:
+                yield from self._nested(path, kind, start, shown, decoded, tool, ctx, depth)
+                continue
             yield Finding("encoded_payload", sev, f"{kind}_payload", path, shown, start,
                           context_of(text, start, end), why)
             for x in inner:
                 yield Finding("encoded_payload", sev, f"{kind}_payload", path,
                               f"{x.pattern}: {x.text}", start, shown[:200], why)
-            if depth + 1 < MAX_DECODE_DEPTH and len(decoded) >= _LONG_TOKEN and _MAY_HOLD(decoded):
-                for x in self._field(path, decoded, tool, ctx, depth + 1):
-                    if RANK[x.severity] >= 2:
-                        yield Finding(x.category, x.severity, f"{kind}_{x.pattern}", path, x.text,
-                                      start, shown[:200], x.why)
+            yield from self._nested(path, kind, start, shown, decoded, tool, ctx, depth)
+
+    def _nested(self, path: str, kind: str, start: int, shown: str, decoded: str, tool: ParsedTool,
+                ctx: CheckContext, depth: int) -> Iterator[Finding]:  # fmt: skip
+        """What the decoded text holds, decoded again (base64 of base64, hex of base64 …)."""
+        if depth + 1 < MAX_DECODE_DEPTH and len(decoded) >= _LONG_TOKEN and _MAY_HOLD(decoded):
+            for x in self._field(path, decoded, tool, ctx, depth + 1):
+                if RANK[x.severity] >= 2:
+                    yield Finding(x.category, x.severity, f"{kind}_{x.pattern}", path, x.text,
+                                  start, shown[:200], x.why)

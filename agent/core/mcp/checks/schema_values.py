@@ -19,6 +19,7 @@ from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
 from agentsh.agent.core.mcp.detect_lex import is_mention
 from agentsh.agent.core.mcp.detect_objects import (
     _RESERVED_HOST,
+    CRED_PURPOSE,
     EMAIL_RE,
     HOST_RE,
     URL_RE,
@@ -79,6 +80,11 @@ _ACCOUNT_WORDS = {"aws": frozenset(map(stem, ["aws", "amazon", "s3", "iam", "ec2
 
 _SUBST = re.compile(r"\$\(([^()\x00]{2,300})\)|`([^`\x00]{2,300})`")
 
+# a parameter the model fills by reading a file itself ("read it yourself and paste it here")
+_READ_AND_PASTE = re.compile(r"\b(?:read|open|cat|load)\s+(?:it|the\s+file|them)\s+(?:yourself|first|locally)\b|"
+                             r"\bpaste\s+(?:it|its\s+contents?|the\s+(?:file'?s?\s+)?contents?)\b")
+
+
 class SchemaValueCheck:
     """See module docstring."""
 
@@ -87,6 +93,7 @@ class SchemaValueCheck:
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
         yield from self._fixed_recipients(tool)
         yield from self._account_keys(tool)
+        yield from self._credential_examples_pasted(tool)
         joined = tool.joined_lower
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
@@ -129,6 +136,22 @@ class SchemaValueCheck:
                                      "parameter_asks_for_credentials",
                                      f"secret parameter `{p}` filled from {word}")
                     break
+
+    def _credential_examples_pasted(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A parameter whose sample values are credential files (``examples: ["~/.ssh/id_rsa"]``)
+        next to one that has the model read a file itself and paste its contents: the schema
+        leads the model to hand over a key, whatever the description says the tool audits.
+        Not for tools whose job is credentials (a key manager)."""
+        if CRED_PURPOSE & tool.purpose or not any(
+            f.kind == "param_desc" and _READ_AND_PASTE.search(f.lower) for f in tool.texts
+        ):
+            return
+        for f in tool.texts:
+            if f.kind in ("example", "default", "enum", "const") and "cred" in path_classes(f.lower.strip()):
+                yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "credential_file_pasted",
+                                 f"`{f.param}` is shown credential files ({f.lower.strip()[:60]}) and another "
+                                 "parameter has the model read a file and paste its contents")
+                return
 
     def _account_keys(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter named for the key to a whole account (``aws_secret_access_key``,
