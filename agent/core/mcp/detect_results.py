@@ -111,6 +111,21 @@ _EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidanc
 _WINDOW_NEEDS = re.compile(r"\b(?:ai|llm|agents?|assistants?|models?|bots?|system|automat\w*|readers?|"
                            r"reviewers?|crawlers?|tools?|programmers?|whoever|whatever)\b|[<\[`_]")
 _NEEDS_IDENT = frozenset(("call", "invok"))
+# A necessary condition for _EXTRA_ADDRESS_RE to match inside a window, cheaper than either
+# regex (most windows around "message" or "request" hold none of it): every form of that
+# pattern consumes ':' or '=', '<', '(' or '[', or "who", or '_' after "call"/"invok", or
+# "-ing this", or a whitespace before the reader it names (ai, automated, llm, assistant,
+# agent, bot, model). Keep in step with _EXTRA_ADDRESS_RE.
+_EXTRA_ING_THIS = re.compile(r"ing\s+this")
+_EXTRA_SPACE_READER = re.compile(r"\s(?:ai|automated|llm|assistant|agent|bot|model)")
+
+
+def _may_address(w: str) -> bool:
+    return (":" in w or "=" in w or "<" in w or "(" in w or "[" in w or "who" in w
+            or ("_" in w and ("call" in w or "invok" in w))
+            or _EXTRA_SPACE_READER.search(w) is not None or _EXTRA_ING_THIS.search(w) is not None)
+
+
 _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
 _ZW_DROP = re.compile(f"[{_ZW}]")
@@ -438,10 +453,11 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
                 continue
             windows += 1
             a = max(0, i - 60)
-            if _WINDOW_NEEDS.search(low, a, min(len(low), i + 90)) is None:
+            z = min(len(low), i + 90)
+            if not _may_address(low[a:z]) or _WINDOW_NEEDS.search(low, a, z) is None:
                 i = low.find(anchor, i + len(anchor))
                 continue
-            m = _EXTRA_ADDRESS_RE.search(low, a, min(len(low), i + 90))
+            m = _EXTRA_ADDRESS_RE.search(low, a, z)
             if m is not None and m.start() <= i + len(anchor):
                 out.setdefault(m.start(), m)
                 if len(out) >= _MAX_SPANS:
