@@ -208,14 +208,31 @@ def _tool_context(tool_name: str | None) -> ParsedTool:
                       siblings=frozenset(), raw={}, _name_stems=frozenset(stem(w) for w in nw))  # fmt: skip
 
 
+def _search_plan(words: frozenset[bytes]) -> tuple[tuple[bytes, str, frozenset[bytes]], ...]:
+    """(word, its text, the longer words that contain it), shortest first: a word that is not
+    even a substring rules out those ("gpt": "chatgpt", "decode": "decoded")."""
+    ws = sorted(words, key=lambda w: (len(w), w))
+    return tuple((w, w.decode(), frozenset(o for o in ws if o != w and w in o)) for w in ws)
+
+
+_PLANS: dict[frozenset[bytes], tuple[tuple[bytes, str, frozenset[bytes]], ...]] = {}
+
+
 def _present(low: str, words: frozenset[bytes]) -> set[bytes]:
     """The words that occur in ``low`` as whole words (memmem per word, no tokenising:
     most results contain none of them)."""
+    plan = _PLANS.get(words)
+    if plan is None:
+        plan = _PLANS[words] = _search_plan(words)
     out = set()
+    absent: set[bytes] = set()
     n = len(low)
-    for w in words:
-        s = w.decode()
+    for w, s, longer in plan:
+        if w in absent:
+            continue
         i = low.find(s)
+        if i < 0:
+            absent |= longer
         while i >= 0:
             e = i + len(s)
             if (i == 0 or not low[i - 1].isalnum()) and (e >= n or not low[e].isalnum() or
@@ -269,7 +286,6 @@ class ResultScanner:
         if not ascii_text:
             hits_a, hits_p = _present(low, _ADDRESS_WORDS), _present(low, _AUTHORITY_WORDS)
             extra = _extra_addresses(low)
-        words = _present(low, _DECODE_WORDS)
         findings: list[Finding] = []
         spans = self._address_spans(low, hits_a, extra)
         budget = [_MAX_SENTENCES]  # per call: the scanner is shared between threads
@@ -335,7 +351,7 @@ class ResultScanner:
         # encoded text, when something asks the model to decode it, or when it decodes to
         # text addressed to the model
         if may_hold_payload(text, low if f.prep is None else None):  # (f.lower is text.lower())
-            hinted = bool(hits_a or words)
+            hinted = bool(hits_a) or bool(_present(low, _DECODE_WORDS))  # (asked to decode)
             for kind, s, e, decoded in decoded_runs(text):
                 if not hinted and not _present(decoded.lower(), _ADDRESS_WORDS) and \
                         not _present(decoded.lower(), _AUTHORITY_WORDS):  # fmt: skip
