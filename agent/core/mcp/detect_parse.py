@@ -396,15 +396,20 @@ def collect(tool: dict[str, Any]) -> list[tuple[str, str, str, bool, str | None]
 
 
 _CTRL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# the same characters as _CTRL_RE, as a byte table: one translate finds them in an ASCII
+# text several times faster than the regex's scan
+_CTRL_TABLE = bytes(1 if _CTRL_RE.match(chr(b)) else 0 for b in range(256))
 
 
 def _is_plain(s: str) -> bool:
-    return s.isascii() and _CTRL_RE.search(s) is None
+    return s.isascii() and b"\x01" not in s.encode("ascii").translate(_CTRL_TABLE)
 
 
-def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None = None) -> Field:
+def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None = None,
+               lower: str | None = None) -> Field:
+    """``lower``: ``raw.lower()``, when the caller has it (used only if ``raw`` is plain)."""
     if _is_plain(raw):
-        lower, prep = raw.lower(), None
+        lower, prep = (raw.lower() if lower is None else lower), None
     else:
         prep = _PREPARE(raw)  # shared by equal texts: a Prepared is never changed
         lower = prep.lower
@@ -451,7 +456,7 @@ def parse_tool(
     definition: a server could claim a peer's id there to pass as its sibling)."""
     items = collect(tool)
     joined = "\n".join([t[2] for t in items])
-    plain = joined.isascii() and _CTRL_RE.search(joined) is None
+    plain = _is_plain(joined)
     if plain:
         # nearly every real tool: plain ASCII, so no string needs normalising; schema
         # syntax ("string", "uri") is neither prose nor hiding anything

@@ -111,12 +111,60 @@ _EXTRA_ANCHORS = ("instruction", "note", "notice", "directive", "hint", "guidanc
 _WINDOW_NEEDS = re.compile(r"\b(?:ai|llm|agents?|assistants?|models?|bots?|system|automat\w*|readers?|"
                            r"reviewers?|crawlers?|tools?|programmers?|whoever|whatever)\b|[<\[`_]")
 _NEEDS_IDENT = frozenset(("call", "invok"))
+
+
+def _gate(needle: str) -> str | None:
+    """A punctuation character of ``needle``: when the text lacks it (one memchr), the
+    needle is absent too, without a search for the whole needle."""
+    return next((c for c in needle if not c.isalnum() and not c.isspace()), None)
+
+
+_EXTRA_GATED = tuple((a, _gate(a)) for a in _EXTRA_ANCHORS)
+# A necessary condition for _EXTRA_ADDRESS_RE to match inside a window, cheaper than either
+# regex (most windows around "message" or "request" hold none of it): every form of that
+# pattern consumes ':' or '=', '<', '(' or '[', or "who", or '_' after "call"/"invok", or
+# "-ing this", or a whitespace before the reader it names (ai, automated, llm, assistant,
+# agent, bot, model). Keep in step with _EXTRA_ADDRESS_RE.
+_EXTRA_ING_THIS = re.compile(r"ing\s+this")
+_EXTRA_SPACE_READER = re.compile(r"\s(?:ai|automated|llm|assistant|agent|bot|model)")
+
+
+def _may_address(w: str) -> bool:
+    return (":" in w or "=" in w or "<" in w or "(" in w or "[" in w or "who" in w
+            or ("_" in w and ("call" in w or "invok" in w))
+            or _EXTRA_SPACE_READER.search(w) is not None or _EXTRA_ING_THIS.search(w) is not None)
+
+
 _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
 _ZW_DROP = re.compile(f"[{_ZW}]")
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
 _ROT13_ADDRESSEES = tuple(w.translate(_ROT13) for w in ("assistant", "agent:", "agents:", "language model",
                                                          "ai assistant", "llm", "copilot"))
+_ROLE_NEEDLES = ("<|", "[inst]", "</description", "[system]")
+
+
+def _needle_groups(needles: Iterable[str]) -> tuple[tuple[str | None, tuple[str, ...]], ...]:
+    """``needles`` grouped by their _gate character, without those that contain another
+    needle (any of them occurs exactly when one of the rest does)."""
+    ns = [n for n in needles if not any(o != n and o in n for o in needles)]
+    gates = list(dict.fromkeys(_gate(n) for n in ns))
+    return tuple((g, tuple(n for n in ns if _gate(n) == g)) for g in gates)
+
+
+def _contains_any(low: str, groups: tuple[tuple[str | None, tuple[str, ...]], ...]) -> bool:
+    """``any(n in low for n in needles)`` for the needles of ``groups``."""
+    for g, ns in groups:
+        if g is not None and g not in low:
+            continue
+        for n in ns:
+            if n in low:
+                return True
+    return False
+
+
+_ROT13_GROUPS = _needle_groups(_ROT13_ADDRESSEES)
+_ROLE_GROUPS = _needle_groups(_ROLE_NEEDLES)
 # words that contain an addressee word without naming the model
 _NOT_ADDRESSEE = re.compile(r"ssh-agent|user[- ]agent|gpg-agent|agent-based|travel\s+agent|estate\s+agent|"
                             r"assistant\s+(?:manager|director|professor|editor)|\bmodel\s+(?:number|year|no\b)|"
@@ -160,14 +208,31 @@ def _tool_context(tool_name: str | None) -> ParsedTool:
                       siblings=frozenset(), raw={}, _name_stems=frozenset(stem(w) for w in nw))  # fmt: skip
 
 
+def _search_plan(words: frozenset[bytes]) -> tuple[tuple[bytes, str, frozenset[bytes]], ...]:
+    """(word, its text, the longer words that contain it), shortest first: a word that is not
+    even a substring rules out those ("gpt": "chatgpt", "decode": "decoded")."""
+    ws = sorted(words, key=lambda w: (len(w), w))
+    return tuple((w, w.decode(), frozenset(o for o in ws if o != w and w in o)) for w in ws)
+
+
+_PLANS: dict[frozenset[bytes], tuple[tuple[bytes, str, frozenset[bytes]], ...]] = {}
+
+
 def _present(low: str, words: frozenset[bytes]) -> set[bytes]:
     """The words that occur in ``low`` as whole words (memmem per word, no tokenising:
     most results contain none of them)."""
+    plan = _PLANS.get(words)
+    if plan is None:
+        plan = _PLANS[words] = _search_plan(words)
     out = set()
+    absent: set[bytes] = set()
     n = len(low)
-    for w in words:
-        s = w.decode()
+    for w, s, longer in plan:
+        if w in absent:
+            continue
         i = low.find(s)
+        if i < 0:
+            absent |= longer
         while i >= 0:
             e = i + len(s)
             if (i == 0 or not low[i - 1].isalnum()) and (e >= n or not low[e].isalnum() or
@@ -210,18 +275,17 @@ class ResultScanner:
             low = text.lower()
             hits_a = _present(low, _ADDRESS_WORDS)
             hits_p = _present(low, _AUTHORITY_WORDS)
-            role = "<|" in low or "[inst]" in low or "</description" in low or "[system]" in low
+            role = _contains_any(low, _ROLE_GROUPS)
             extra = _extra_addresses(low)
             if not hits_a and not hits_p and not role and not extra and \
-                    not any(w in low for w in _ROT13_ADDRESSEES) and not may_hold_payload(text):
+                    not _contains_any(low, _ROT13_GROUPS) and not may_hold_payload(text, low):
                 return []  # the fast path: nothing speaks to the model, nothing is encoded
-        f = make_field("result", "result", text, False)
+        f = make_field("result", "result", text, False, lower=low if ascii_text else None)
         low = f.lower
         tool = _tool_context(tool_name)
         if not ascii_text:
             hits_a, hits_p = _present(low, _ADDRESS_WORDS), _present(low, _AUTHORITY_WORDS)
             extra = _extra_addresses(low)
-        words = _present(low, _DECODE_WORDS)
         findings: list[Finding] = []
         spans = self._address_spans(low, hits_a, extra)
         budget = [_MAX_SENTENCES]  # per call: the scanner is shared between threads
@@ -275,7 +339,7 @@ class ResultScanner:
                                             hidden[:_EXCERPT], m.start(), context_of(text, m.start(), m.end()),
                                             f"hidden text read by the model: {inner[0].why}"))  # fmt: skip
         # ROT13 that reads as an address to the model once rotated, hinted or not
-        if any(w in low for w in _ROT13_ADDRESSEES):
+        if _contains_any(low, _ROT13_GROUPS):
             rotated = low.translate(_ROT13)
             for sa, z, _who in self._address_spans(rotated, _present(rotated, _ADDRESS_WORDS)):
                 inner = self._judge_text(rotated[sa:z], tool, "rot13-encoded text")
@@ -286,8 +350,8 @@ class ResultScanner:
                     break
         # encoded text, when something asks the model to decode it, or when it decodes to
         # text addressed to the model
-        if may_hold_payload(text):
-            hinted = bool(hits_a or words)
+        if may_hold_payload(text, low if f.prep is None else None):  # (f.lower is text.lower())
+            hinted = bool(hits_a) or bool(_present(low, _DECODE_WORDS))  # (asked to decode)
             for kind, s, e, decoded in decoded_runs(text):
                 if not hinted and not _present(decoded.lower(), _ADDRESS_WORDS) and \
                         not _present(decoded.lower(), _AUTHORITY_WORDS):  # fmt: skip
@@ -430,18 +494,19 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
     would cost milliseconds; most results hold few or none of these words)."""
     out: dict[int, re.Match[str]] = {}
     windows = 0
-    for anchor in _EXTRA_ANCHORS:
-        i = low.find(anchor)
+    for anchor, gate in _EXTRA_GATED:
+        i = -1 if gate is not None and gate not in low else low.find(anchor)
         while i >= 0 and windows < _MAX_WINDOWS:
             if anchor in _NEEDS_IDENT and "_" not in low[i : i + 48]:
                 i = low.find(anchor, i + len(anchor))
                 continue
             windows += 1
             a = max(0, i - 60)
-            if _WINDOW_NEEDS.search(low, a, min(len(low), i + 90)) is None:
+            z = min(len(low), i + 90)
+            if not _may_address(low[a:z]) or _WINDOW_NEEDS.search(low, a, z) is None:
                 i = low.find(anchor, i + len(anchor))
                 continue
-            m = _EXTRA_ADDRESS_RE.search(low, a, min(len(low), i + 90))
+            m = _EXTRA_ADDRESS_RE.search(low, a, z)
             if m is not None and m.start() <= i + len(anchor):
                 out.setdefault(m.start(), m)
                 if len(out) >= _MAX_SPANS:

@@ -51,6 +51,8 @@ _B64_STD = bytes(
 _B64_URL = bytes(
     1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "_-" else 0 for b in range(256)
 )
+# either alphabet: a run in _B64_STD or _B64_URL is a run here (one pass decides most texts)
+_B64_ANY = bytes(a | b for a, b in zip(_B64_STD, _B64_URL, strict=True))
 _RUN = b"\x01" * _LONG_TOKEN
 # ROT13 of frequent English words: a text full of them is ROT13 English
 _ROT13_WORDS = frozenset(["gur", "naq", "bs", "gb", "vf", "va", "sbe", "lbh", "lbhe", "vg", "jvgu", "guvf", "gung", "nyy", "ba", "ner"])
@@ -60,6 +62,8 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def _b64_run(data: bytes) -> bool:
+    if _RUN not in data.translate(_B64_ANY):
+        return False
     return _RUN in data.translate(_B64_STD) or _RUN in data.translate(_B64_URL)
 
 
@@ -72,21 +76,25 @@ def _spaced_hex(data: bytes) -> bool:
 _DIGITS = b"0123456789"
 
 
-def _decimal_codes(text: str) -> bool:
+def _decimal_codes(text: str, data: bytes | None = None) -> bool:
     """At least 24 digits, then twelve numbers in a row: the necessary condition for decimal
-    character codes (the digit count is one C-speed pass; the regex runs only past it)."""
-    data = text.encode("utf-8", "surrogatepass")
+    character codes (the digit count is one C-speed pass; the regex runs only past it).
+    ``data``: ``text`` encoded as utf-8 (surrogatepass), when the caller has it."""
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
     return len(data) - len(data.translate(None, _DIGITS)) >= 24 and _DECIMAL_RE.search(text) is not None
 
 
-def may_hold_payload(text: str) -> bool:
-    """Necessary condition for decoded_runs to yield anything; a few C-speed passes."""
-    if "%" in text or "\\" in text or "&#" in text or _decimal_codes(text):
+def may_hold_payload(text: str, low: str | None = None) -> bool:
+    """Necessary condition for decoded_runs to yield anything; a few C-speed passes.
+    ``low``: ``text.lower()``, when the caller has it."""
+    if "%" in text or "\\" in text or ("&" in text and "&#" in text):
         return True
     data = text.encode("utf-8", "surrogatepass")
-    if _b64_run(data) or _spaced_hex(data):
+    if _decimal_codes(text, data) or _b64_run(data) or _spaced_hex(data):
         return True
-    low = text.lower()
+    if low is None:
+        low = text.lower()
     if "rot13" in low or "rot-13" in low:
         return True
     return (" gur " in low or " naq " in low or " lbh " in low) and \
