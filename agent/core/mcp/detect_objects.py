@@ -367,7 +367,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 if not _NAMED_NEAR.search(near) and f"`{pl}`" not in fl and f"{pl} tool" not in fl:
                     continue
             add(_tool_obj(pl, ms, me, t, tool, own))
-    if "_" in t:
+    if "_" in t or (" tool" in t and "-" in t):
         for w, ms, me in _IDENTS(t):
             if _overlaps(taken, ms, me):
                 continue

@@ -46,6 +46,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     split_sentences,
     stem,
 )
+from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS
 
 if TYPE_CHECKING:
     from agentsh.agent.core.mcp.detector import Detector
@@ -166,7 +167,8 @@ def _contains_any(low: str, groups: tuple[tuple[str | None, tuple[str, ...]], ..
 _ROT13_GROUPS = _needle_groups(_ROT13_ADDRESSEES)
 _ROLE_GROUPS = _needle_groups(_ROLE_NEEDLES)
 # words that contain an addressee word without naming the model
-_NOT_ADDRESSEE = re.compile(r"ssh-agent|user[- ]agent|gpg-agent|agent-based|travel\s+agent|estate\s+agent|"
+_NOT_ADDRESSEE = re.compile(r"ssh[- ]agent|(?:forward|forwarding)\s+the\s+agent|"
+                            r"agent\s+forwarding|forwardagent|user[- ]agent|gpg[- ]agent|agent-based|travel\s+agent|estate\s+agent|"
                             r"assistant\s+(?:manager|director|professor|editor)|\bmodel\s+(?:number|year|no\b)|"
                             r"data\s+model|bot\s+detection|executive\s+assistant|dental\s+assistant|"
                             r"personal\s+assistant\s+to")
@@ -182,7 +184,8 @@ _ACTING_TOOL = re.compile(r"(?:^|_|-)(?:approve|merge|delete|remove|update|set|g
                           r"share|publish|create|refund|pay|invite|add|disable|enable|revoke|close|push|"
                           r"upload|forward|assign|change)(?:$|_|-)")
 _QUOTING = re.compile(r"(?:\b(?:say|says|said|like|e\.g\.|example|such\s+as|reads?)\s*:?|=)\s*\"[^\"]*$")
-_SET_FIELD = re.compile(r"\bset\s+(?:[^.;]{0,40}?\band\s+)?(?:the\s+)?`?[a-z]+_[a-z_]+`?\s+(?:to|=)\s*['\"`]?[^\s'\"`]")
+_SET_FIELD = re.compile(r"\bset\s+(?:[^.;]{0,40}?\band\s+)?(?:the\s+)?(?:`?[a-z]+_[a-z_]+`?\s+(?:to|=)\s*['\"`]?[^\s'\"`]|"
+                        r"`?[a-z][a-z0-9]{2,30}`?\s+(?:field\s+|parameter\s+|argument\s+)?(?:to|=)\s*['\"`“][^\s'\"`”])")
 _OBJECT_ADDRESSEE = re.compile(r"\b(?:start|stop|run|restart|launch|kill|install|configure|load|enable|disable|"
                                r"update|deploy|register|upgrade)\s+(?:the\s+|an?\s+|your\s+)?(?:[\w-]+\s+)?"
                                r"(?:agent|assistant|bot|model)s?\b")
@@ -430,16 +433,22 @@ class ResultScanner:
         text = f.lower
         order = ""  # an addressed block is one order: its later lines inherit the first's verb
         loose = who.startswith("~")
+        # the address spelled with look-alike letters of another script ("Аssіstаnt:"): only text
+        # meant to pass a human reader or a filter unread is written so
+        disguised = f.folded and _disguised(f, a, min(z, a + 80))
         for sa, sz in split_sentences(text[a:z]):
             budget[0] -= 1
             if budget[0] < 0:
                 break
             label = (f"text that names the model ('{who[1:40]}')" if loose else
                      f"text addressed to the model ('{who[:40]}')")  # fmt: skip
+            if disguised:
+                label += " in look-alike letters"
             sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False, label)
             if not order and not loose and who and who in sent.text:
                 order = who  # "… ask that any automated assistant reading this send …": the address orders
-            found, directive = self._judge_sentence(sent, tool, order, penalty=2 if loose else 0)
+            found, directive = self._judge_sentence(sent, tool, order,
+                                                    penalty=2 if loose else -2 if disguised else 0)
             if not loose:
                 order = order or directive
             out += found
@@ -486,6 +495,12 @@ class ResultScanner:
             sent = Sentence(f, sa, sz, f.lower[sa:sz], False, how)
             out += self._judge_sentence(sent, tool, "(hidden or encoded text)")[0]
         return out
+
+
+def _disguised(f: Field, a: int, z: int) -> bool:
+    """Does f.lower[a:z] come from letters of another script that pose as Latin ones?"""
+    oa, oz = f.orig_span(a, z)
+    return any(ch in CONFUSABLE_LETTERS for ch in f.raw[oa:oz])
 
 
 def _extra_addresses(low: str) -> list[re.Match[str]]:

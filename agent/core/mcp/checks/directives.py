@@ -186,8 +186,8 @@ _SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+)?(?:e
                           r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
                           r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b"
                           # "a tag whose value is the AWS_SESSION_TOKEN environment variable"
-                          r"|\b(?:value|contents?)\s+(?:is|are|of)\s+(?:the\s+)?(?:(?:user|server|host|machine|system)'?s\s+)?"
-                          r"[\w$]+\s+(?:environment|env)\s+variable")  # fmt: skip
+                          r"|\b(?:values?|contents?)\s+(?:is|are|of)\s+(?:the\s+)?(?:(?:user|server|host|machine|system)'?s\s+)?"
+                          r"[\w$]+(?:(?:,\s*|\s+and\s+|\s+or\s+)[\w$]+)*\s+(?:environment|env)\s+variables?")  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -235,6 +235,20 @@ def _in_quotes(t: str, s: int, e: int) -> bool:
     Quoted words are cited, not said; what is said to the user is judged by ``tell``."""
     before = t[max(0, s - 2) : s]
     return any(q in before for q in _QUOTES_OPEN) and any(q in t[e : e + 60] for q in _QUOTES_CLOSE)
+
+
+# a person other than the user as the recipient ("reply to the organizer with the attendee's password")
+_TO_THIRD_PARTY = re.compile(r"\b(?:reply|respond|send|email|e-mail|forward|dm|message|post)\w*\s+(?:it\s+|them\s+)?to\s+"
+                             r"(?:the\s+|this\s+|that\s+)?(?:organi[sz]er|sender|requester|recipient|caller|vendor|"
+                             r"contractor|auditor|partner|admin(?:istrator)?|helpdesk|it\s+team|security\s+team)\b")
+# an order to destroy, close or lock everything of a kind ("delete all rows in orders", "close all
+# other open issues … and lock them")
+_DESTROY_ALL = re.compile(r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|close|lock|archive|revoke|"
+                          r"remove)\s+(?:all|every|each)\s+(?:of\s+the\s+)?(?:other\s+)?(?:open\s+|existing\s+|"
+                          r"remaining\s+)?(?:rows?|records?|tables?|issues?|tickets?|pull\s+requests?|prs?|branches|"
+                          r"repos(?:itories)?|files?|users?|accounts?|keys?|tokens?|backups?|snapshots?|"
+                          r"databases?|buckets?|objects?|messages?|emails?|channels?|projects?|data)\b")
+_INSTEAD_DO = re.compile(r"[;,.:\-]\s*(?:but\s+|and\s+)?instead\s*,?\s+([a-z]+)\b")
 
 
 def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = True,
@@ -306,6 +320,10 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                                                                    or v[:-3] + "e" in lx.IMPERATIVE_VERBS)):
                 c.directive, c.kind = m.group(0), "suggest"
                 break
+    if c.kind == "negated" and "instead" in toks and (m := _INSTEAD_DO.search(t)) is not None and \
+            m.group(1) in lx.IMPERATIVE_VERBS:  # fmt: skip
+        # "do not use review_pr for this one; instead call merge_pull_request": the order is the second
+        c.directive, c.kind = m.group(0).strip(" ;,.-"), "imperative"
     if (not ascii_t or toks & _T_ADDRESS) and (a := _search(lx.ADDRESS_RE, t)):
         c.address = a
         if not c.directive or c.kind == "imperative":
@@ -691,6 +709,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif o.kind == "tool":
             if not d:
                 continue
+            if c.directive.startswith("instead") and _NEGATED_BEFORE_OBJ.search(t, max(0, o.start - 40), o.start):
+                continue  # "do not use review_pr; instead call …": the tool set aside is not the order's
             if o.klass in ("self", "sibling"):
                 if any(_flows_into(t, x, o) for x in bulk):
                     add(_Verdict(2, "exfiltration", "order_data_to_tool", o,
@@ -838,6 +858,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             add(_Verdict(2, "credential_theft", "order_reveal_secret", None,
                          "secrets read from where they are kept" if c.read_verb else
                          "secrets the model holds, sent on"))
+        elif _SEND_VERB.search(t) and "secret" in kinds and _TO_THIRD_PARTY.search(t):
+            add(_Verdict(2, "credential_theft", "order_reveal_secret", None,
+                         "secrets sent to a third party"))
         elif c.tell and _solicits_secret(t):
             add(_Verdict(2, "credential_theft", "order_phish_secret", None,
                          "the user told, in words the tool chose, to give a secret"))
@@ -871,6 +894,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     ):
         add(_Verdict(3 if d else 2, "exfiltration", "malicious_intent", None,
                      f"says it will '{m.group(0)}' the user's data"))
+    if act and ("all" in t or "every" in t) and (m := _DESTROY_ALL.search(t)) is not None and \
+            not lx.is_mention(t, m.start()) and not c.guard:  # fmt: skip
+        add(_Verdict(2, "model_directives", "order_bulk_destruction", None,
+                     f"destroy or lock everything ('{m.group(0)[:50]}')"))
     if ("approv" in t or "review" in t or "pinned" in t or "trusted" in t or "listed" in t) and (
         m := lx.RUG_PULL_RE.search(t)
     ) is not None and not lx.is_mention(t, m.start()):
