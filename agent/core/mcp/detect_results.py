@@ -433,7 +433,7 @@ class ResultScanner:
         text = f.lower
         order = ""  # an addressed block is one order: its later lines inherit the first's verb
         loose = who.startswith("~")
-        # the address spelled with look-alike letters of another script ("Аssіstаnt:"): only text
+        # the address spelled with look-alike letters of another script ("Assistant:" with Cyrillic A, i, a): only text
         # meant to pass a human reader or a filter unread is written so
         disguised = f.folded and _disguised(f, a, min(z, a + 80))
         for sa, sz in split_sentences(text[a:z]):

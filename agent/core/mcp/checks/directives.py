@@ -320,10 +320,10 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                                                                    or v[:-3] + "e" in lx.IMPERATIVE_VERBS)):
                 c.directive, c.kind = m.group(0), "suggest"
                 break
-    if c.kind == "negated" and "instead" in toks and (m := _INSTEAD_DO.search(t)) is not None and \
-            m.group(1) in lx.IMPERATIVE_VERBS:  # fmt: skip
+    if c.kind == "negated" and "instead" in toks and (mi := _INSTEAD_DO.search(t)) is not None and \
+            mi.group(1) in lx.IMPERATIVE_VERBS:  # fmt: skip
         # "do not use review_pr for this one; instead call merge_pull_request": the order is the second
-        c.directive, c.kind = m.group(0).strip(" ;,.-"), "imperative"
+        c.directive, c.kind = mi.group(0).strip(" ;,.-"), "imperative"
     if (not ascii_t or toks & _T_ADDRESS) and (a := _search(lx.ADDRESS_RE, t)):
         c.address = a
         if not c.directive or c.kind == "imperative":
