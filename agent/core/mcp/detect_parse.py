@@ -109,6 +109,8 @@ class ParsedTool:
     _prose: list[Field] | None = field(default=None, repr=False)
     _tokens: frozenset[bytes] | None = field(default=None, repr=False)
     _joined_prose: str | None = field(default=None, repr=False)
+    _server_stems: frozenset[str] | None = field(default=None, repr=False)
+    _param_specs: dict[str, dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def name_stems(self) -> frozenset[str]:
@@ -124,16 +126,25 @@ class ParsedTool:
 
     def param_specs(self) -> dict[str, dict[str, Any]]:
         """Top-level parameters' schemas by lower-case name (a hostile schema may hold
-        anything: non-dict entries are skipped)."""
+        anything: non-dict entries are skipped). Built once per inspection (every sentence of a
+        parameter's text asks for its schema); callers only read it."""
+        if self._param_specs is not None:
+            return self._param_specs
         schema = self.raw.get("inputSchema") if isinstance(self.raw, dict) else None
         props = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(props, dict):
-            return {}
-        return {k.lower(): v for k, v in props.items() if isinstance(k, str) and isinstance(v, dict)}
+            self._param_specs = {}
+        else:
+            self._param_specs = {k.lower(): v for k, v in props.items()
+                                 if isinstance(k, str) and isinstance(v, dict)}  # fmt: skip
+        return self._param_specs
 
     @property
     def server_stems(self) -> frozenset[str]:
-        """Words of this server's id (the caller's): its own domain is part of its job."""
+        """Words of this server's id (the caller's): its own domain is part of its job
+        (computed once: every object of every sentence is compared with them)."""
+        if self._server_stems is not None:
+            return self._server_stems
         if not self.server:
             return frozenset()
         words = [w for w in re.split(r"[^a-z0-9]+", self.server.lower())
@@ -141,7 +152,8 @@ class ParsedTool:
         out = {stem(w) for w in words if len(w) > 2}
         if len(words) > 1:
             out.add(stem("".join(words)))  # "weather-pro" owns weatherpro.com
-        return frozenset(out)
+        self._server_stems = frozenset(out)
+        return self._server_stems
 
     @property
     def purpose(self) -> frozenset[str]:

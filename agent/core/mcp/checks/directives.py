@@ -637,16 +637,19 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             seen.add(key)
             out.append(v)
 
+    # whether an object is part of the tool's job: asked only where a branch weighs it (the
+    # literals, data and parameters most sentences hold never need the tool's purpose)
+    in_first = sent.first and c.kind != "first_imperative"
     for o in objs:
         if c.kind == "negated" and not (o.kind == "tool" and o.klass == "others"):
             continue  # "never paste a real token into chat": a prohibition, not an order to act
-        rel = related(o, tool, sent.first and c.kind != "first_imperative")
         if o.kind == "cmd":
             if d and (_USERS_OWN_ACTION.search(t, 0, o.start) or (lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t))) \
                     and o.klass not in ("revshell", "exfil", "secret"):  # fmt: skip
                 continue  # "tell the user they can install it with `sudo apt install gh`": the user runs it
             lvl = _CMD_LEVEL[o.klass] if d else (2 if o.klass == "revshell" else
                                                  1 if _CMD_LEVEL[o.klass] == 3 else 0)
+            rel = related(o, tool, in_first)
             if rel:
                 lvl -= 1
             add(_Verdict(lvl, "shell_injection", "order_shell_command", o,
@@ -675,6 +678,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 lvl, cat, pat, what = 1, "exfiltration", "order_send_file", f"file {_q(o)} sent out"
             else:
                 continue
+            rel = related(o, tool, in_first)
             if rel:
                 lvl -= 1
             add(_Verdict(lvl, cat, pat, o, what, not rel))
@@ -696,6 +700,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 lvl += 1
             if c.override and lvl < 3:
                 lvl += 1
+            rel = related(o, tool, in_first)
             if rel and not (carrier or has_data or has_secret or (d and _SEND_VERB.search(t))):
                 lvl -= 1  # not for "upload the file to https://pdf-ocr-fast.io": moving data out
             if reserved:
@@ -774,7 +779,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             elif o.klass in ("peer", "other_server") and d and _SETS_ARGS.search(t, o.end):
                 lvl += 1  # "a note on create_pull_request: set the base branch to 'release'"
                 extra.append("setting its arguments")
-            if o.klass == "unknown" and rel:
+            if o.klass == "unknown" and related(o, tool, in_first):
                 lvl -= 1
             where = {"peer": f"another server's tool {_q(o)}" + (f" ({o.detail})" if o.detail else ""),
                      "other_server": f"tool {_q(o)} of another server ({o.detail})",
@@ -794,7 +799,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             if not d:
                 purpose = tool.name_stems if sent.first else tool.purpose
                 claim = lx.CLAIM_SEND_RE.search(sent.text) is not None and not (purpose & _SENDING)
-                lvl = 2 if claim and not rel else 0
+                lvl = 2 if claim and not related(o, tool, in_first) else 0
             add(_Verdict(lvl, "exfiltration", "order_network_request" if d else "claims_sending_out",
                          o, f"data sent to {o.text}", True))
         elif o.kind == "server":

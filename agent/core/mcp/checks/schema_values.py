@@ -142,9 +142,8 @@ class SchemaValueCheck:
         next to one that has the model read a file itself and paste its contents: the schema
         leads the model to hand over a key, whatever the description says the tool audits.
         Not for tools whose job is credentials (a key manager)."""
-        if CRED_PURPOSE & tool.purpose or not any(
-            f.kind == "param_desc" and _READ_AND_PASTE.search(f.lower) for f in tool.texts
-        ):
+        if not any(f.kind == "param_desc" and _READ_AND_PASTE.search(f.lower) for f in tool.texts) or \
+                CRED_PURPOSE & tool.purpose:  # (the purpose, computed when asked, last)  # fmt: skip
             return
         for f in tool.texts:
             if f.kind in ("example", "default", "enum", "const") and "cred" in path_classes(f.lower.strip()):
