@@ -650,7 +650,8 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     """Does the sentence name only tools of this server, or other servers' tools that only
     read ("call `list_tables` first", "call `describe_schema` first")? Such an order is a
     workflow: the scorer alone does not raise it to an alert (the rules still may)."""
-    from agentsh.agent.core.mcp.checks.directives import _peer_acts
+    from agentsh.agent.core.mcp.checks.directives import _own_server_scope, _peer_acts
+    from agentsh.agent.core.mcp.detect_lex import INVOKE_ALWAYS_RE
 
     feats = set(u.feats)
     if feats & _OUTSIDE:
@@ -661,6 +662,8 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
         return False
     if _SELF_CALL.search(t) and not named and _DATA_HINT.search(t) is None:
         return True  # "call this tool with the customer's email address and the amount": its usage
+    if (m := INVOKE_ALWAYS_RE.search(t)) is not None and _own_server_scope(t, m.end(), tool):
+        return True  # "must be called before every other tool of this server": a session opener
     return "o:sibling" in feats or bool(named)
 
 
