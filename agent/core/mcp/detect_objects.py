@@ -626,8 +626,7 @@ def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> 
     pm = _OWNER_BEFORE.search(t, max(0, s - 44), s)  # "invoke notion-sync's share_page"
     if pm is not None and pm.group(1) not in _NOT_SERVER and pm.group(1) not in _NOT_OWNER:
         g = pm.group(1)
-        if {stem(x) for x in re.split(r"[^a-z0-9]+", g) if x} & tool.server_stems and \
-                re.sub(r"[^a-z0-9]", "", g) in tool.server_stems:  # fmt: skip
+        if tool.is_this_server(g):
             return Obj("tool", name, s, e, "sibling", "", topic)
         return Obj("tool", name, s, e, "other_server", g, topic)
     for m in SERVER_RE.finditer(near):

@@ -155,6 +155,12 @@ class ParsedTool:
         self._server_stems = frozenset(out)
         return self._server_stems
 
+    def is_this_server(self, name: str) -> bool:
+        """Does ``name`` (as written in the text: "acme-erp", "billing hub") name this server?
+        Compared the way ``server_stems`` holds the whole id: its words joined and stemmed."""
+        words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w not in ("mcp", "server", "tools")]
+        return bool(words) and stem("".join(words)) in self.server_stems
+
     @property
     def purpose(self) -> frozenset[str]:
         """Stems of the name and the first description sentence (computed when asked)."""

@@ -140,11 +140,21 @@ _SOLICIT_SECRET = re.compile(
     r"\b(?:password|passcode|passphrase|pin|one-time\s+(?:code|password)|otp|2fa\s+code|mfa\s+code|"
     r"verification\s+code|security\s+code|seed\s+phrase|recovery\s+(?:phrase|code)|private\s+key|"
     r"api\s+key|access\s+token|card\s+number|cvv|social\s+security\s+number|credentials)\b")
+
+
+def _unforbidden(rx: re.Pattern[str], t: str) -> bool:
+    """Does ``rx`` match outside a clause that forbids it ("never ask the user to paste a
+    password into the chat" asks for nothing)?"""
+    return any(not lx.NEGATED_CLAUSE_RE.search(t, max(0, m.start() - 60), m.start()) for m in rx.finditer(t))
+
+
 def _solicits_secret(t: str) -> bool:
-    """Is the user to be asked for a secret? Not in a clause that forbids it ("never ask the
-    user to paste a password into the chat")."""
-    return any(not lx.NEGATED_CLAUSE_RE.search(t, max(0, m.start() - 60), m.start())
-               for m in _SOLICIT_SECRET.finditer(t))
+    """Is the user to be asked for a secret?"""
+    return _unforbidden(_SOLICIT_SECRET, t)
+
+
+# the user asked to type or hand over something in the chat
+_ASK_USER_TO_GIVE = re.compile(r"\bask\s+(?:the\s+)?user\b[^.]{0,60}\b(?:type|paste|enter|send|give|share|provide)")
 
 
 # what the user does, not the model: "… and let them add it to `.env.local` themselves", "tell the
@@ -571,7 +581,7 @@ def _own_server_scope(t: str, end: int, tool: ParsedTool) -> bool:
     if m is None:
         return False
     name = m.group(1)
-    return name is None or re.sub(r"[^a-z0-9]", "", name) in tool.server_stems
+    return name is None or tool.is_this_server(name)
 
 
 def _guard_on_self(t: str, tool: ParsedTool) -> bool:
@@ -869,9 +879,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif c.tell and _solicits_secret(t):
             add(_Verdict(2, "credential_theft", "order_phish_secret", None,
                          "the user told, in words the tool chose, to give a secret"))
-        elif (m := re.search(r"\bask\s+(?:the\s+)?user\b[^.]{0,60}\b(?:type|paste|enter|send|give|"
-                            r"share|provide)", sent.text)) is not None and "reply" in kinds and \
-                not lx.NEGATED_CLAUSE_RE.search(sent.text, max(0, m.start() - 60), m.start()):  # fmt: skip
+        elif "reply" in kinds and _unforbidden(_ASK_USER_TO_GIVE, sent.text):
             add(_Verdict(2, "credential_theft", "order_phish_secret", None,
                          "the user asked to type secrets into the chat"))
     if act and has_data and not out and ("reply" in kinds) and has_secret:
@@ -1021,12 +1029,12 @@ _ACTS = re.compile(
 )
 
 
-# the override is about the user's own choice ("whatever the user specified", "even if the
-# user asks"), not a repetition ("for every request")
 # "if the user gives an IBAN starting with DE, use DE89… instead": the user's value swapped
 _SWAP_USERS_VALUE = re.compile(r"\b(?:if|when|whenever)\s+(?:the\s+)?user\s+(?:gives|provides|enters|supplies|"
                                r"types|picks|chooses|selects|names|specifies|passes|asks\s+for)\b[^.;]{0,80}?,\s*"
                                r"(?:use|pass|send|set|put|choose|pick|substitute|fill\s+in)\b[^.;]{1,80}?\binstead\b")
+# the override is about the user's own choice ("whatever the user specified", "even if the
+# user asks"), not a repetition ("for every request")
 _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even\s+(?:when|if|though)|"
                         r"in\s+addition\s+to|instead\s+of|rather\s+than)\b[^.\x00]{0,50}?\b(?:user|"
                         r"requested|asked|specified|given|provided|they|you|request|input|"
