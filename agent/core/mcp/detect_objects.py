@@ -177,7 +177,7 @@ _DIGIT_RE = re.compile(r"\d")
 _DATA_ITEM_RE = re.compile(
     r"(?:customer|client|their)'?s?\s+(?:e-?mail|phone|home\s+address|date\s+of|card|social)|digits\s+of|"
     r"user'?s\s+(?:\w+\s+)?(?:request|question|query|prompt|input|name|email|address|phone|location|"
-    r"identity|token|details|data|files?|documents?|code|contacts?)\b|\b(?:previous|prior|recent|"
+    r"identity|token|details|data|files?|documents?|notes|drafts?|code|contacts?)\b|\b(?:previous|prior|recent|"
     r"other)\s+(?:results?|turns?|requests?|responses?|tool\s+outputs?)\b|(?:names|emails)\b"
 )
 _IP_HINT = re.compile(r"\d\.\d")

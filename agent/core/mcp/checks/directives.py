@@ -104,7 +104,12 @@ _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|prin
                           r"env|environ|environment|env[_-]vars?)"
                           r"(?:$|[_-])")  # a tool that hands out secrets: list_secrets, get_credentials
 _SEND_VERB = re.compile(r"\b(?:send|sending|post|posting|upload|forward|submit|share|reply|dm|e-?mail|"
-                        r"transmit|paste)\b")
+                        r"transmit|paste|attach)\b")
+# where secrets are kept: "from the environment", "from the user's Chrome profile", "from the keychain"
+_SECRET_STORE = re.compile(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+|their\s+)?(?:environment|env|"
+                           r"keychain|keyring|cookie|admin\s+(?:console|panel|dashboard)|password\s+manager|"
+                           r"(?:chrome|chromium|firefox|safari|edge|brave)(?:\s+browser)?(?:\s+profile)?|"
+                           r"browser|\.env)\b")
 # "it can install packages, edit /etc files, restart services": what the tool is able to do
 _CAPABILITY_BEFORE = re.compile(r"\b(?:it|this\s+tool|the\s+tool|the\s+server|which|that|you)\s+(?:can|could|may|"
                                 r"will|is\s+able\s+to|lets\s+you|allows\s+you\s+to)\s+[^.;:]*,\s*(?:and\s+)?$")
@@ -619,9 +624,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
         or ("secret" in kinds and _STORED_SECRET.search(sent.text) is not None) \
-        or re.search(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+)?(?:environment|env|keychain|cookie|"
-                     r"admin\s+(?:console|panel|dashboard)|"
-                     r"browser|\.env)\b", sent.text) is not None \
+        or _SECRET_STORE.search(sent.text) is not None \
         or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None and (
             bool(ext) or has_param or "tool" in kinds))  # the session's secrets handed on, not shown  # fmt: skip
     if any(o.kind == "tool" and o.klass in ("peer", "other_server", "unknown") and
