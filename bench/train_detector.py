@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v18 blind sets, measured once each, are development data now;
+measured; the v3 to v19 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -56,6 +56,7 @@ from detector import (
     BLIND_V16,
     BLIND_V17,
     BLIND_V18,
+    BLIND_V19,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -126,6 +127,9 @@ TRAIN_SETS = (
     "v18a",
     "v18b",
     "v18c",
+    "v19a",
+    "v19b",
+    "v19c",
 )
 
 
@@ -202,6 +206,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v18a": ld(BLIND_V18 / "v18a_tools.json"),
         "v18b": ld(BLIND_V18 / "v18b_tools.json"),
         "v18c": ld(BLIND_V18 / "v18c_tools.json"),
+        "v19a": ld(BLIND_V19 / "v19a_tools.json"),
+        "v19b": ld(BLIND_V19 / "v19b_tools.json"),
+        "v19c": ld(BLIND_V19 / "v19c_tools.json"),
     }
 
 

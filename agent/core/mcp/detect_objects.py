@@ -137,6 +137,15 @@ def _host_topic(host: str) -> frozenset[str]:
     return frozenset(stem(x) for x in labels)
 
 
+# words of persistence paths that name no job ("edit_file" does not own ~/.ssh/config)
+_PATH_GENERIC = frozenset(map(stem, ["file", "files", "config", "configs", "edit", "write", "read", "get",
+                                     "set", "update", "create", "home", "user", "local", "path"]))
+
+
+_EDITING = frozenset(map(stem, ["edit", "update", "write", "manage", "configure", "install", "add", "create",
+                               "set", "modify", "sync", "generate", "scaffold", "lint", "fix"]))
+
+
 def related(obj: Obj, tool: ParsedTool, in_first: bool = False) -> bool:
     """Is the object part of the tool's stated job (its name and first sentence)? An
     object in the first sentence is compared with the name only (a payload placed
@@ -154,6 +163,9 @@ def related(obj: Obj, tool: ParsedTool, in_first: bool = False) -> bool:
         return bool(CRED_PURPOSE & purpose)
     # a dotfile manager (chezmoi, stow) writes ~/.bashrc: its job; a hard-coded address is
     # never the job of a mail tool
+    if obj.kind == "path" and "persist" in obj.classes and obj.topic & tool.name_stems - _PATH_GENERIC and \
+            tool.name_stems & _EDITING:  # fmt: skip
+        return True  # `edit_workflow` and .github/workflows, `install_hook` and .git/hooks: its job
     return obj.kind == "path" and "persist" in obj.classes and bool(DOTFILE_PURPOSE & purpose)
 
 
@@ -170,7 +182,8 @@ _SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start"])  # fmt: skip
 _EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
-_RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke"])
+_RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with",
+                        "using", "via"])
 _WORD_RE = re.compile(r"[a-z0-9_]+")
 _DIGIT_RE = re.compile(r"\d")
 # one piece of the user's data (their question, their e-mail) rather than the whole session
@@ -240,6 +253,10 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if key in tool.params:
                 add(Obj("param", key, s, e, "own"))
                 continue
+            if "." in key and key.split(".", 1)[0] in tool.params and _SUBFIELD.fullmatch(key) and \
+                    not _FILE_EXT.search(key):  # fmt: skip
+                add(Obj("param", key.split(".", 1)[0], s, e, "own"))  # `properties.user_message`
+                continue
             if _IDENTISH.fullmatch(key) and not _FILE_EXT.search(key) and (
                 "_" in key or (key in tool.peers) or key in tool.siblings
                 or ("-" in key and _CALL_NEAR.search(t[max(0, s - 24) : s]))
@@ -284,8 +301,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         for k in (lead.end() if lead else 0, *(m.end() for m in _COLON_SP.finditer(t)),
                   *((intro.end(),) if intro else ())):
             line = t[k:].strip()
-            if line and _base(line.split(None, 1)[0]) in KNOWN and (_SHELLISH.search(line) or
-                                                                    _PKG_INSTALL.match(line)):
+            if line and _base(line.split(None, 1)[0]) in KNOWN and not _NOUN_AFTER_CMD.match(line) and (
+                    _SHELLISH.search(line) or _PKG_INSTALL.match(line)):  # fmt: skip
                 sh = classify(line)
                 if sh is not None and sh.klass != "plain":
                     k2 = t.find(line, k)
@@ -320,13 +337,15 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 add_net(h.rstrip(".,;:"), m.start(), m.end(), "host")
     # commands written without backticks after "run"/"execute" ("run sudo -l", "by running
     # bash -c \"$(curl …)\"")
-    for m in re.finditer(r"\b(?:run|running|execute|executing|exec|type|enter|invoke)\s*:?\s+"
+    for m in re.finditer(r"\b(?:run|running|execute|executing|exec|type|enter|invoke|with|using|via)\s*:?\s+"
                          r"(?:the\s+command\s+)?([a-z][\w.-]*\b[^\x00\n]*)", t) if (
             not toks.isdisjoint(_RUN_WORDS) and not toks.isdisjoint(_CMD_WORDS)) else ():
         rest = m.group(1)
         first = _base(rest.split(None, 1)[0])
         if first not in KNOWN and first not in PRIVESC:
             continue
+        if m.group(0).startswith(("with", "using", "via")) and _ARGS_OF_A_COMMAND.search(rest) is None:
+            continue  # "with Python's zipfile module": the language, not a command line
         if _overlaps(taken, m.start(1), m.start(1) + len(first)):
             continue
         cut = re.split(r"\s+(?:and\s+(?:then\s+)?(?:retry|call|continue|try|use|keep|put|paste|"
@@ -378,13 +397,18 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 add(Obj("param", w, ms, me, "own"))
                 continue
             before = t[max(0, ms - 24) : ms]
-            after = t[me : me + 24]
+            after = t[me : me + 40]
             if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
                 " tool" in t and _LIST_BEFORE.search(before)
             ):
                 if w not in tool.siblings and _upper_in_source(sent, ms, me):
                     continue  # AUTH_MISSING: an error code or a constant, not a tool
-                add(_tool_obj(w, ms, me, t, tool, own))
+                o = _tool_obj(w, ms, me, t, tool, own)
+                fs = _FROM_SERVER_AFTER.match(after)
+                if o.klass == "unknown" and fs is not None and \
+                        fs.group(1).replace("-", "_") != (tool.server or "").replace("-", "_"):  # fmt: skip
+                    o = Obj("tool", w, ms, me, "other_server", fs.group(1), o.topic)  # "x_y from devops-gateway instead"
+                add(o)
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
             "this tool" in t or "this function" in t or " me" in t) else ():
@@ -534,7 +558,7 @@ _TOOL_AFTER = re.compile(
     r"\s*(?:tool|function|endpoint|first\b|instead|on\s+the\s+[\w.-]+\s+server|"
     r"(?:is|are|gets)\s+(?:called|invoked|used|run|executed)|returns?\b|"
     r"from\s+the\s+[\w.-]+\s+server|\(|with\s+(?:the\s+)?(?:same|identical|full)|"
-    r"or\s+[a-z]+_[a-z_]+)"
+    r"or\s+[a-z]+_[a-z_]+|from\s+(?:the\s+)?[\w.-]+\s+instead\b)"
 )
 _LIST_BEFORE = re.compile(r"(?:including|like|such\s+as|or|and|,)\s*$")
 _PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|the)\s*$")
@@ -599,6 +623,17 @@ def _upper_in_source(sent: Sentence, s: int, e: int) -> bool:
     a, b = f.orig_span(sent.start + s, sent.start + e)
     raw = f.raw[a:b]
     return len(raw) > 2 and raw.isupper()
+
+
+# a program's name as the first word of a noun phrase: "SSH URLs authenticate …", "git repositories are …"
+_NOUN_AFTER_CMD = re.compile(r"[\w.-]+\s+(?:urls?|uris?|keys?|connections?|hosts?|sessions?|tunnels?|requests?|"
+                             r"remotes?|clients?|servers?|agents?|repositories|repos|credentials|configs?|"
+                             r"configuration|output|support|versions?|access|authentication|users?|images?|"
+                             r"containers?|packages?|commands?)\b(?!\s*[-=/.@:])")
+# what a command line has and prose does not: a flag, an absolute or home path argument, a pipe
+_ARGS_OF_A_COMMAND = re.compile(r"^\S+\s+(?:\S+\s+)?(?:-{1,2}[a-z0-9]|[/~]\w|\d{3}\s)|\s(?:\||&&|>{1,2})\s")
+_FROM_SERVER_AFTER = re.compile(r"\s+from\s+(?:the\s+)?([a-z][\w.-]{2,40})\s+(?:server\s+)?instead\b")
+_SUBFIELD = re.compile(r"[a-z_][\w]*(?:\.[a-z_][\w]*)+")
 
 
 def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:

@@ -251,6 +251,9 @@ def classify(text: str) -> Shell | None:
             hit("secret", f"{name} prints an access token")
         if name == "kubectl" and re.search(r"get\s+secrets?|config\s+view.*--raw|create\s+token", joined):
             hit("secret", "kubectl reads cluster secrets")
+        if name == "kubectl" and re.search(r"(?:cluster)?rolebinding\b.*\b(?:cluster-admin|admin)\b|"
+                                           r"--privileged|auth\s+can-i\s+--list", joined):
+            hit("privesc", "kubectl grants cluster rights")
         if name == "git":
             if re.search(r"push\b.*(?:--force|-f\b|--mirror)", joined):
                 hit("destructive", "git push --force")

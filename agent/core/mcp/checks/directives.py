@@ -32,7 +32,14 @@ from dataclasses import dataclass
 
 from agentsh.agent.core.mcp import detect_lex as lx
 from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at, sev_of
-from agentsh.agent.core.mcp.detect_objects import Obj, find_objects, related
+from agentsh.agent.core.mcp.detect_objects import (
+    _EDITING,
+    _RESERVED_HOST,
+    HOST_RE,
+    Obj,
+    find_objects,
+    related,
+)
 from agentsh.agent.core.mcp.detect_parse import (
     Field,
     ParsedTool,
@@ -53,7 +60,7 @@ _T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
-_T_CONCEAL = frozenset(['alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
+_T_CONCEAL = frozenset(['say', 'point', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
 _T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
@@ -105,6 +112,10 @@ _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|prin
                           r"(?:$|[_-])")  # a tool that hands out secrets: list_secrets, get_credentials
 _SEND_VERB = re.compile(r"\b(?:send|sending|post|posting|upload|forward|submit|share|reply|dm|e-?mail|"
                         r"transmit|paste|attach)\b")
+# every environment variable at once: where the keys of a process live
+_ALL_ENV = re.compile(r"\b(?:all|every|each|the\s+(?:entire|whole|full))\s+(?:of\s+the\s+)?(?:\w+\s+)?"
+                      r"(?:environment\s+variables?|env(?:ironment)?\s+vars?|env\b)|\b(?:dump|print|read)\s+"
+                      r"(?:the\s+)?(?:process\s+)?environment\b")
 # where secrets are kept: "from the environment", "from the user's Chrome profile", "from the keychain"
 _SECRET_STORE = re.compile(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+|their\s+)?(?:environment|env|"
                            r"keychain|keyring|cookie|admin\s+(?:console|panel|dashboard)|password\s+manager|"
@@ -260,7 +271,7 @@ _TO_THIRD_PARTY = re.compile(r"\b(?:reply|respond|send|email|e-mail|forward|dm|m
 # other open issues … and lock them")
 _DESTROY_ALL = re.compile(r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|close|lock|archive|revoke|"
                           r"remove)\s+(?:all|every|each)\s+(?:of\s+the\s+)?(?:other\s+)?(?:open\s+|existing\s+|"
-                          r"remaining\s+)?(?:rows?|records?|tables?|issues?|tickets?|pull\s+requests?|prs?|branches|"
+                          r"remaining\s+)?(?:[\w-]+\s+){0,2}?(?:rows?|records?|tables?|issues?|tickets?|pull\s+requests?|prs?|branches|"
                           r"repos(?:itories)?|files?|users?|accounts?|keys?|tokens?|backups?|snapshots?|"
                           r"databases?|buckets?|objects?|messages?|emails?|channels?|projects?|data)\b")
 _INSTEAD_DO = re.compile(r"[;,.:\-]\s*(?:but\s+|and\s+)?instead\s*,?\s+([a-z]+)\b")
@@ -624,7 +635,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     source = any((o.kind == "path" and "cred" in o.classes) or (o.kind == "cmd" and o.klass == "secret")
                  for o in objs) or ("env" in kinds and _SOURCE_HINT.search(sent.text) is not None) \
         or ("secret" in kinds and _STORED_SECRET.search(sent.text) is not None) \
-        or _SECRET_STORE.search(sent.text) is not None \
+        or _SECRET_STORE.search(sent.text) is not None or _ALL_ENV.search(sent.text) is not None \
         or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None and (
             bool(ext) or has_param or "tool" in kinds))  # the session's secrets handed on, not shown  # fmt: skip
     if any(o.kind == "tool" and o.klass in ("peer", "other_server", "unknown") and
@@ -632,12 +643,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         # "call `list_secrets` … and include its output in the PR body": a secret read, then sent on
         has_secret = source = True
     literal = any(o.kind in ("literal", "email", "url", "host", "ip", "account") for o in objs)
-    # a fixed value that matters: an outside address, an account, broader rights
-    weighty = c.permission or any(o.kind in ("email", "url", "host", "ip", "account") and
-                                  o.klass != "reserved" for o in objs)  # fmt: skip
+    # a fixed value that matters: an outside address, an account, broader rights (a host written
+    # inside a quoted value counts: "append ` site:deals.shop` to the query")
+    weighty = c.permission or any((o.kind in ("email", "url", "host", "ip", "account") and o.klass != "reserved")
+                                  or (o.kind == "literal" and _outside_host(o.text)) for o in objs)  # fmt: skip
     user_override = (bool(c.override) and _OVER_USER.search(t) is not None) or \
         ("user" in t and (_DISCREDIT.search(t) is not None or (  # an address or account put in its place
-            weighty and _SWAP_USERS_VALUE.search(t) is not None)))
+            weighty and (_SWAP_USERS_VALUE.search(t) is not None or _EXTEND_USERS_VALUE.search(t) is not None))))
     # links of the tool's own service that the order puts in front of the user
     shown = [o for o in ext if o.kind in ("url", "host") and o.klass not in ("carrier", "image") and
              _shown_to_user(t, o.start) and not _solicits_secret(t) and
@@ -693,7 +705,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 continue
             rel = related(o, tool, in_first)
             if rel:
-                lvl -= 1
+                # (a file the tool's name is about, `edit_workflow` and .github/workflows: its job)
+                lvl -= 2 if "persist" in o.classes and o.topic & tool.name_stems and tool.name_stems & _EDITING else 1
             add(_Verdict(lvl, cat, pat, o, what, not rel))
         elif o.kind in ("url", "host", "ip", "email"):
             reserved = o.klass == "reserved"  # example.com & co: documentation, unless ordered
@@ -777,8 +790,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             if (tm := lx.TAMPER_RE.search(sent.text)) is not None and o.klass != "others":
                 lvl += 1
                 extra.append(f"changing its {tm.group(1) or tm.group(2)}")
-            elif any(x.kind in ("url", "host", "email", "account") and x.klass != "reserved"
-                     for x in objs) and o.klass != "self":
+            elif any(x.kind in ("url", "host", "email", "account") and x.klass != "reserved" and
+                     ";" not in t[min(x.start, o.start) : max(x.start, o.start)]  # (the same step)
+                     for x in objs) and o.klass != "self":  # fmt: skip
                 lvl += 1
                 extra.append("with an outside address or account")
             carried = [x for x in objs if x.kind == "data" and (x.klass == "bulk" or o.klass in (
@@ -1051,6 +1065,21 @@ _DISCREDIT = re.compile(r"\b(?:the\s+)?user'?s\s+(?:own\s+)?(?:[\w-]+\s+){0,3}?(
 _REWRITE = re.compile(r"\b(?:replace|rewrite|swap|substitute|wrap)\w*\s+(?:it|its|them|their|the\s+(?:user'?s\s+)?"
                       r"(?:host|domain|url|link|value|address|destination|recipient))\b")
 # "Set force=true to re-fetch a cached paper": what a value does, documented
+# something added to the value the user gave: "append ` site:x.shop` to the query the user gave"
+_EXTEND_USERS_VALUE = re.compile(
+    r"\b(?:append|prepend|add|attach|insert|tack)\w*\b[^;\n]{0,60}?\b(?:to|into|onto)\s+(?:the\s+|their\s+|every\s+|each\s+)?"
+    r"(?:user'?s\s+(?:[\w-]+\s+)?(?:query|queries|value|input|request|search|message|text|url|prompt|argument)|"
+    r"(?:query|queries|value|input|request|search|message|text|url|prompt|argument)\s+(?:that\s+)?"
+    r"(?:the\s+user|they|users)\s+(?:gave|give|typed|type|entered|enter|provided|provide|supplied|supply|"
+    r"asked|ask|wrote|write))"
+)
+
+
+def _outside_host(text: str) -> bool:
+    m = HOST_RE.search(text)
+    return m is not None and not _RESERVED_HOST.search(m.group(0).split("/")[0].split(":")[0])
+
+
 _SET_FOR_PURPOSE = re.compile(r"\bset\s+`?[\w-]+`?\s*(?:=|to)\s*`?[\w'\"-]+`?\s+(?:to|in\s+order\s+to|if\s+you\s+want\s+to|"
                               r"when\s+you\s+want\s+to)\s+[a-z]")
 # data moves into a destination: "put X into `y`", "call T with X", "send X to T"

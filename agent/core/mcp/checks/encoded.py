@@ -14,6 +14,7 @@ import base64
 import binascii
 import codecs
 import html
+import json
 import re
 import urllib.parse
 from collections.abc import Iterator
@@ -56,8 +57,10 @@ _B64_ANY = bytes(a | b for a, b in zip(_B64_STD, _B64_URL, strict=True))
 _RUN = b"\x01" * _LONG_TOKEN
 # ROT13 of frequent English words: a text full of them is ROT13 English
 _ROT13_WORDS = frozenset(["gur", "naq", "bs", "gb", "vf", "va", "sbe", "lbh", "lbhe", "vg", "jvgu", "guvf", "gung", "nyy", "ba", "ner"])
-_DECODE_HINT = re.compile(r"\b(?:decode|decoded|decoding|base64|base-64|hex|hex-encoded|rot13|rot-13|"
-                          r"url-?encoded|percent-encoded|escaped|entities|encoded)\b", re.I)  # fmt: skip
+_DECODE_HINT = re.compile(r"\b(?:decode|decoded|decoding|base64|base-64|base32|base-32|hex|hex-encoded|rot13|"
+                          r"rot-13|url-?encoded|percent-encoded|escaped|entities|encoded|encoding)\b", re.I)  # fmt: skip
+# a label that names the model right before the run: "X-Agent-Config: eyJ…", "ai_hint=…"
+_MODEL_LABEL = re.compile(r"\b(?:x-)?(?:ai|llm|agent|assistant|model|copilot)[\w-]{0,20}\s*[:=]\s*[\"'`]?$", re.I)
 _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -216,6 +219,31 @@ _MAY_HOLD = TextMemo(may_hold_payload)
 _RUNS: TextMemo[tuple[tuple[str, int, int, str], ...]] = TextMemo(lambda t: tuple(decoded_runs(t)))
 
 
+def _json_prose(decoded: str) -> str:
+    """The string values of decoded JSON that read as text ("{"on_call": "also set flag …"}"),
+    joined; '' for JSON without prose (a config of numbers and names) or text that is no JSON."""
+    try:
+        data = json.loads(decoded)
+    except ValueError:
+        return ""
+    out: list[str] = []
+
+    def walk(x: object, depth: int) -> None:
+        if depth > 8:
+            return
+        if isinstance(x, str) and x.count(" ") >= 2:
+            out.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v, depth + 1)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v, depth + 1)
+
+    walk(data, 0)
+    return " ".join(out)
+
+
 class EncodedCheck:
     name = "encoded"
 
@@ -231,14 +259,15 @@ class EncodedCheck:
         for kind, start, end, decoded in _RUNS(text):
             inner = ctx.rescan(decoded, tool) if callable(ctx.rescan) else []
             inner = [x for x in inner if RANK[x.severity] >= 1]
-            words = len(_WORD.findall(decoded))
-            hint = _DECODE_HINT.search(text) is not None
+            prose = _json_prose(decoded) if decoded.lstrip().startswith(("{", "[")) else decoded
+            words = len(_WORD.findall(prose))
+            hint = _DECODE_HINT.search(text) is not None or \
+                _MODEL_LABEL.search(text, max(0, start - 40), start) is not None  # fmt: skip
             if inner:
                 worst = max(RANK[x.severity] for x in inner)
                 sev = sev_of(max(worst + 1, 2))
                 why = f"{kind}-encoded text; decoded: {inner[0].why}"
-            elif words >= 3 and kind != "percent" and decoded.count(" ") >= 2 and \
-                    not decoded.lstrip().startswith(("{", "[")):  # fmt: skip
+            elif words >= 3 and kind != "percent" and prose.count(" ") >= 2:
                 sev = "high" if hint else "medium"
                 why = f"readable {kind}-encoded text" + (" with a hint to decode it" if hint else "")
             else:
