@@ -125,7 +125,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     re.M,
 )
 # literal anchors of _EXTRA_ADDRESS_RE's forms; "call"/"invok" count only before an identifier
-_EXTRA_ANCHORS = ("instruction", "note", "style", "after", "before", "when", "once", "bot ", "notice", "directive", "hint", "guidance", "override", "policy",
+_EXTRA_ANCHORS = ("instruction", "note", "style", "notice", "directive", "hint", "guidance", "override", "policy",
                   "prompt", "<system", "<assistant", "<ai", "[[", "system:", "system :",
                   "fyi", "psst", "hey ", "tip ", "memo", "call", "invok", "task", "request", "reminder",
                   "requirement", "message", "protocol", "whoever", "who or", "programmer",
@@ -595,7 +595,7 @@ class ResultScanner:
 
 # a line break inside a sentence: the line before ends in a word or a comma, runs long (text
 # wrapped at a width, as e-mails and tickets are) and the next line goes on in lower case
-_WRAPPED = re.compile(r"(?<=[a-z0-9,])\n(?=[a-z])")
+_WRAP_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,")
 _WRAP_MIN_LINE = 30
 
 
@@ -605,19 +605,25 @@ def _unwrapped(f: Field) -> str:
     must start with a lower-case letter in the original text (not a new item, heading or
     sentence) and the line before must be long enough to have been wrapped."""
     low = f.lower
-    out: list[str] | None = None
-    for m in _WRAPPED.finditer(low):
-        k = m.start()
-        line_start = low.rfind("\n", 0, k) + 1
-        if k - line_start < _WRAP_MIN_LINE:
-            continue
-        o = f.orig_span(k + 1, k + 2)[0]
-        if not ("a" <= f.raw[o : o + 1] <= "z"):
-            continue
-        if out is None:
-            out = list(low)
-        out[k] = " "
-    return low if out is None else "".join(out)
+    raw = f.raw
+    out: list[str] = []
+    prev = 0
+    line_start = 0
+    k = low.find("\n")
+    n = len(low)
+    while k >= 0:
+        # (str.find and two character tests per line: a regex pass over 16 KB costs more)
+        if k - line_start >= _WRAP_MIN_LINE and k + 1 < n and low[k - 1] in _WRAP_BEFORE:
+            o = k + 1 if f.prep is None else f.orig_span(k + 1, k + 2)[0]
+            if "a" <= raw[o : o + 1] <= "z":
+                out.append(low[prev:k])
+                prev = k + 1
+        line_start = k + 1
+        k = low.find("\n", k + 1)
+    if not out:
+        return low
+    out.append(low[prev:])
+    return " ".join(out)
 
 
 _NO_TOOL = _tool_context(None)
