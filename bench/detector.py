@@ -281,6 +281,7 @@ def quality(det: Detector, verbose: bool, frozen: bool, v3: bool = False, blind:
         real_tools_report(det, rt[0], rt[1], verbose)
     else:
         print("-- real tools: tests/data/real_tools/real_tools.json not present")
+    real_documents_report(det, verbose)
     if frozen:
         print("-- FROZEN blind test set (measured once; entries are not listed)")
         for fname, digest in FROZEN_SHA256.items():
@@ -292,6 +293,57 @@ def quality(det: Detector, verbose: bool, frozen: bool, v3: bool = False, blind:
         frozen_v3(det)
     if blind is not None:
         frozen_v3(det, blind.resolve())
+
+
+# documents on this machine that a read_file or a fetch returns every day: READMEs, changelogs,
+# package metadata and manuals of the npm packages the tests install, the virtualenv's packages
+# and the system's docs. None addresses an attack to the model: every alert is a false positive.
+REAL_DOC_ROOTS = (ROOT / "tests" / "npm" / "node_modules", ROOT / ".venv" / "lib", Path("/usr/share/doc"))
+_DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
+
+
+def real_documents() -> list[tuple[str, str]]:
+    """(path, text) of up to 64 KB pieces of every distinct document under REAL_DOC_ROOTS (the
+    first 256 KB of each; the same 64 KB a result scan reads at most)."""
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for root in REAL_DOC_ROOTS:
+        if not root.is_dir():
+            continue
+        for dp, _dn, fn in sorted(os.walk(root)):
+            for f in sorted(fn):
+                if not (f.lower().endswith(_DOC_SUFFIXES) or f in ("METADATA", "README", "CHANGELOG")):
+                    continue
+                p = Path(dp) / f
+                try:
+                    text = p.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if len(text) < 200 or text in seen:
+                    continue
+                seen.add(text)
+                for k in range(0, min(len(text), 262144), 65536):
+                    out.append((f"{p}@{k}", text[k : k + 65536]))
+    return out
+
+
+def real_documents_report(det: Detector, verbose: bool) -> None:
+    docs = real_documents()
+    if not docs:
+        print("-- real documents: none found (run make test first: it installs the npm packages)")
+        return
+    flagged = []
+    for name, text in docs:
+        res = det.scan_result(text, tool_name="read_file")
+        if reaches(max_severity(res), THRESHOLD):
+            top = next(r for r in res if reaches(r.severity, THRESHOLD))
+            flagged.append((name, top))
+    print(f"-- real documents as tool results ({len(docs)} pieces of up to 64 KB from READMEs, changelogs, "
+          f"package metadata and manuals on this machine)")  # fmt: skip
+    print(f"  flagged at >= {THRESHOLD}: {len(flagged)}/{len(docs)} = {len(flagged) / len(docs):.3f}")
+    if verbose:
+        for name, r in flagged:
+            print(f"    FLAG {name}: {r.severity}:{r.pattern}: {r.why[:140]}")
 
 
 # ---------------------------------------------------------------- speed
