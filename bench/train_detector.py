@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v19 blind sets, measured once each, are development data now;
+measured; the v3 to v20 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -57,6 +57,7 @@ from detector import (
     BLIND_V17,
     BLIND_V18,
     BLIND_V19,
+    BLIND_V20,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -130,6 +131,9 @@ TRAIN_SETS = (
     "v19a",
     "v19b",
     "v19c",
+    "v20a",
+    "v20b",
+    "v20c",
 )
 
 
@@ -209,6 +213,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v19a": ld(BLIND_V19 / "v19a_tools.json"),
         "v19b": ld(BLIND_V19 / "v19b_tools.json"),
         "v19c": ld(BLIND_V19 / "v19c_tools.json"),
+        "v20a": ld(BLIND_V20 / "v20a_tools.json"),
+        "v20b": ld(BLIND_V20 / "v20b_tools.json"),
+        "v20c": ld(BLIND_V20 / "v20c_tools.json"),
     }
 
 

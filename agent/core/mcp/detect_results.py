@@ -73,7 +73,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\(\s*for\s+(?:the|any)\s+(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?)\s*\)"
     r"|\bfor\s+(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|models?|bots?|tools?|operators?|helpers?|"
     r"systems?|readers?|reviewers?|summari[sz]ers?)\s*:"
-    r"|\b(?:(?:any|every|each|all)\s+(?:automated\s+|ai\s+)?|(?:ai|llm|automated)\s+)(?:assistants?|agents?|bots?|"
+    r"|\b(?:(?:any|every|each|all)\s+(?:automated\s+|ai\s+)?|(?:ai|llm|automated|language)\s+)(?:assistants?|agents?|bots?|"
     r"models?|tools?|readers?|systems?)\s+(?:reading|processing|summari[sz]ing|handling|viewing|parsing|triaging)\s+this"
     r"|\b(?:automated|ai|llm|bot)\s+(?:readers?|crawlers?|reviewers?|tools?|systems?|helpers?|operators?|"
     r"workers?|summari[sz]ers?)\s*:"
@@ -366,6 +366,8 @@ class ResultScanner:
                                          "critical", "priority_claim",
                                          f"claims authority over the model's instructions ('{m.group(0)}')"))
         for m in lx.ROLE_MARKER_RE.finditer(low) if ("<" in low or "[" in low) else ():
+            if m.group(0).startswith("</description") and "<description" in low[: m.start()]:
+                continue  # an RSS item or XML record closing its own <description>
             if not lx.is_mention(low[max(0, m.start() - 120) : m.start() + 1], min(120, m.start())):
                 findings.append(_finding(f, m.start(), m.end(), "hidden_instructions", "high",
                                          "role_marker", f"chat-template role token {m.group(0)!r} "
@@ -479,6 +481,8 @@ class ResultScanner:
                 if k >= 0:
                     z = k + len(close)
             who = m.group(0).strip()
+            if _BARE_MENTION.fullmatch(who) and _OBJECT_OF_PREPOSITION.search(low, max(0, m.start() - 16), m.start()):
+                who = "~" + who  # "attacks against LLM agents": the model named, not spoken to
             if _RULES_FILE.search(who):
                 # a rules file's contents are the project's orders to its agent ("run `pnpm install`"):
                 # like a loose address, only the gravest orders in it count
@@ -627,6 +631,9 @@ def _unwrapped(f: Field) -> str:
 
 
 _NO_TOOL = _tool_context(None)
+_OBJECT_OF_PREPOSITION = re.compile(r"\b(?:against|of|about|on|by|among|between|targeting|versus|vs\.?)\s+$")
+_BARE_MENTION = re.compile(r"(?:ai|llm)[\s_.-]+(?:\w+[\s_-]+)?(?:agents?|assistants?|reviewers?|screeners?|readers?|"
+                           r"crawlers?)")
 _RULES_FILE = re.compile(r"(?:\.cursorrules|\.windsurfrules|\.clinerules|agents\.md|claude\.md|gemini\.md|"
                          r"copilot-instructions\.md)\b")
 _CLOSES_NAME = re.compile(r"[a-z]*s?\)")
@@ -642,9 +649,12 @@ def _attribution(low: str, i: int) -> bool:
 # "DM the summary … to @ext-contractor", "send it to fin-audit@…"
 _TO_RECIPIENT = re.compile(
     r"\b(?:reply|replies|respond|send|email|e-mail|forward|dm|message|post|share|attach)\w*\b[^.;]{0,120}?\bto\s+"
-    r"(?:@[\w.-]+|[\w.+-]+@[\w-]+\.[\w.]+|(?:the\s+|this\s+|that\s+|our\s+)?(?:organi[sz]er|sender|author|"
+    r"(?:@[\w.-]+|[\w.+-]+@[\w-]+\.[\w.]+|here\b|(?:the\s+|this\s+|that\s+|our\s+)?(?:organi[sz]er|sender|author|"
     r"requester|reporter|poster|recipient|caller|vendor|contractor|auditor|partner|admin(?:istrator)?|"
     r"helpdesk|e-?mail|message|thread|channel|ticket|issue|address)\b)"
+    # "post them here", "share it in this thread": where the result's other readers see it
+    r"|\b(?:post|send|share|paste|dm|forward|attach)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+(?:here\b|"
+    r"in\s+(?:this|the)\s+(?:thread|channel|issue|ticket|chat|room|comment))"
 )
 _FILL_IN = re.compile(r"\b(?:replac\w*|substitut\w*|fill\w*(?:\s+in)?|swap\w*)\s+[`'\"]?([\w{}<>$%\[\].-]{4,60}?)"
                       r"[`'\"]?\s+(?:with|by|for)\b")

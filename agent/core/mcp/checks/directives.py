@@ -63,7 +63,7 @@ _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model",
 _T_CONCEAL = frozenset(['say', 'point', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
 _T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
-_T_DECEIVE = frozenset(['answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
+_T_DECEIVE = frozenset(['summarise', 'summarize', 'rate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
 _T_REDIRECT = frozenset(["instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass"])
@@ -125,7 +125,8 @@ _SECRET_STORE = re.compile(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|you
 _CAPABILITY_BEFORE = re.compile(r"\b(?:it|this\s+tool|the\s+tool|the\s+server|which|that|you)\s+(?:can|could|may|"
                                 r"will|is\s+able\s+to|lets\s+you|allows\s+you\s+to)\s+[^.;:]*,\s*(?:and\s+)?$")
 _FLAG_VERBS = frozenset(["include", "exclude", "enable", "disable", "skip", "show", "hide", "return", "keep",
-                         "allow", "follow", "force", "overwrite", "list", "print", "recurse", "ignore"])
+                         "allow", "follow", "force", "overwrite", "list", "print", "recurse", "ignore", "ask",
+                         "prompt"])
 _FLAG_NEVER = frozenset(["url", "host", "ip", "email", "tool", "cmd", "account", "server", "ext"])
 
 
@@ -277,6 +278,22 @@ _DESTROY_ALL = re.compile(r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|c
 _INSTEAD_DO = re.compile(r"[;,.:\-]\s*(?:but\s+|and\s+)?instead\s*,?\s+([a-z]+)\b")
 
 
+_ORDER_WORDS = re.compile(r"\b(?:the|a|an|to|into|your|this|that|all|every|it|them|with|from)\b")
+
+
+def _in_noun_list(t: str, i: int) -> bool:
+    """Does position ``i`` sit in a parenthesised list of names ("(region, output format,
+    role_arn)"), where a verb-looking word is a noun?"""
+    k = t.rfind("(", max(0, i - 80), i + 1)
+    if k < 0 or ")" in t[k:i]:
+        return False
+    e = t.find(")", i)
+    if e < 0 or e - k > 120:
+        return False
+    inner = t[k + 1 : e]
+    return "," in inner and _ORDER_WORDS.search(inner) is None
+
+
 def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = True,
               framed: bool = False) -> Cues:  # fmt: skip
     """Directive cues and modifiers of one sentence (lower-case text, its word set)."""
@@ -304,7 +321,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             v = m.group(1)
             if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)) and \
                     not _CAPABILITY_BEFORE.search(t, 0, m.start(1)) and \
-                    not _NOUN_SUBJECT.match(t, m.end(1)) and not _LIST_ITEM_END.match(t, m.end(1)):  # fmt: skip
+                    not _NOUN_SUBJECT.match(t, m.end(1)) and not _LIST_ITEM_END.match(t, m.end(1)) and \
+                    not _in_noun_list(t, m.start(1)):  # fmt: skip
                 c.directive, c.kind = m.group(0).strip(" ,:;(["), "imperative"
                 break
     if not c.directive:
@@ -484,6 +502,10 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
             elif tok.startswith("```"):
                 z = text.find("```", s + 3)
                 spans.append((s, len(text) if z < 0 else z + 3, f"a '{tok[:30]}' block"))
+            elif tok.startswith("{{") and tok.rstrip().endswith("}}"):
+                name = tok.strip("{}#^ \t")
+                z = text.find("{{/" + name, s)
+                spans.append((s, len(text) if z < 0 else z, f"a '{tok[:30]}' block"))
             elif tok.startswith("[//]"):
                 z = text.find("\n", s)
                 spans.append((s, len(text) if z < 0 else z, "a Markdown comment"))
@@ -613,6 +635,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     """Severity from the combination of directive, objects and modifiers."""
     out: list[_Verdict] = []
     t = sent.text
+    if any(o.kind == "reply" for o in objs):
+        # "… and never shown in the chat": a destination the sentence rules out is none
+        objs = [o for o in objs if not (o.kind == "reply" and _NEGATED_BEFORE_OBJ.search(t, max(0, o.start - 40),
+                                                                                          o.start))]  # fmt: skip
     if not objs and not (c.address or c.conceal or c.consent or c.priority or c.deceive or c.tell
                          or sent.framed or _SPECIAL_ORDER.search(t)):  # fmt: skip
         return out  # nothing an order could be about, and no order that needs nothing

@@ -30,9 +30,12 @@ from agentsh.agent.core.mcp.detect_paths import path_classes
 from agentsh.agent.core.mcp.detect_shell import classify
 
 # parameters through which data leaves for wherever their value points
+# tools whose job is to copy files as they are (their defaults name the files they copy)
+_COPIES_FILES = frozenset(stems("backup back up snapshot archive restic borg rsync sync mirror dotfiles"))
 _SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forward|mirror|"
                          r"telemetry|collector|beacon|upload|destination|dest_url|redirect|"
-                         r"exfil|log_url|audit_url|cc|bcc|archive")  # fmt: skip
+                         r"exfil|log_url|audit_url|cc|bcc|archive|share_with|shared_with|readers?|"
+                         r"recipients?|viewers?|members?|collaborators?|grantees?")  # fmt: skip
 _CONTENTS_OF = re.compile(
     r"\b(?:contents?|full\s+text|text|value|data|copy|dump|output|body)\s+(?:of|from)\s+(?:reading\s+|"
     r"running\s+)?(?:the\s+|your\s+|user'?s?\s+|local\s+|a\s+)*[`'\"]?(?:cat\s+)?(?:~?/?\.?ssh\b|"
@@ -212,6 +215,8 @@ class SchemaValueCheck:
                 return  # a .env linter defaulting to ".env"; `env_file` defaulting to ".env"
             if _EXCLUDING.search(pname.lower()):
                 return  # what the tool leaves alone: naming a secret there protects it
+            if "cred" not in pcs and tool.purpose & _COPIES_FILES:
+                return  # a backup or sync tool reads ~/.bashrc: what it copies is its job, not an order
             lvl = "high"
             kind = "runs or is obeyed later" if "persist" in pcs else "holds credentials"
             yield finding_at(f, 0, len(f.lower), "model_directives", lvl, "default_sensitive_path",
@@ -224,9 +229,9 @@ class SchemaValueCheck:
                              f"default of `{pname}` is a shell command ({sh.why})")
             return
         if _SINK_PARAM.search(pname):
-            m = URL_RE.search(v) or HOST_RE.search(v)
+            m = URL_RE.search(v) or HOST_RE.search(v) or EMAIL_RE.search(v)
             if m is not None:
-                host = _host_of(m.group(0))
+                host = _host_of(m.group(0).split("@")[-1])  # (an address: its domain)
                 if not _RESERVED_HOST.search(host):
                     yield finding_at(f, m.start(), m.end(), "exfiltration", "high",
                                      "default_external_destination",
