@@ -206,7 +206,8 @@ CONCEAL_RE = re.compile(
     r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|shall\s+not|may\s+not|"
     r"(?:is|are)\s+not\s+to|without|no\s+need\s+to|need\s+not|needn'?t|not\s+necessary\s+to|there\s+is\s+no\s+need\s+to|avoid)\s+"
     r"(?:\w+\s+){0,2}?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|"
-    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|alert(?:ing)?|show(?:ing)?|surfac(?:e|ing)|point(?:ing)?\s+out|"
+    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|alert(?:ing)?|show(?:ing)?|display(?:ing)?|surfac(?:e|ing)|"
+    r"point(?:ing)?\s+out|"
     r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
     r"list(?:ing)?\s+what|summari[sz](?:e|ing)\s+that|let(?:ting)?\s+(?:the\s+)?user\s+know|"
     r"be\s+(?:mentioned|told|reported|shown|explained|notified|informed|flagged))\b"
@@ -263,6 +264,8 @@ CONCEAL_RE = re.compile(
 # the user's consent is set aside ("no need to ask", "without confirmation")
 CONSENT_RE = re.compile(
     r"\b(?:(?:do\s+not|don'?t|never|no\s+need\s+to|without|need\s+not)\s+(?:\w+\s+){0,2}?"
+    # ("do not warn the user or ask for confirmation": a second verb after "or")
+    r"(?:(?:\w+\s+){1,3}?or\s+)?"
     r"(?:ask(?:ing)?|wait(?:ing)?\s+for|check(?:ing)?\s+with|confirm(?:ing)?\s+with|prompt(?:ing)?)"
     # not "do not ask the user to select a version": asking for input is not asking for consent
     r"(?!(?:\s+(?:the\s+)?(?:user|them|him|her|employee|customer|patient|client|caller|member|student|"
@@ -658,9 +661,9 @@ FRAME_OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
                      r"instruction|directive)s?\s*:", re.M)) for w in ("system", "developer", "operator")),
     ("```", re.compile(r"```[ \t]*(?:assistant|ai|llm|agent|model|system)[\w-]*")),
     ("hidden", re.compile(r"\bhidden\s+(?:directive|instruction|note|rule|requirement|step)s?\s*:")),
-    ("#", re.compile(r"^\s*#{1,6}\s*(?:internal|hidden|system|for\s+(?:the\s+)?(?:ai|assistant|agent|"
-                     r"model)|(?:ai|assistant|agent|llm|model)s?\s+(?:guidelines?|instructions?|rules?|notes?|"
-                     r"policy|behaviou?r))\b", re.M)),
+    ("#", re.compile(r"(?:^|(?<=[.!?:] ))\s*#{1,6}\s*(?:internal|hidden|system|for\s+(?:the\s+)?(?:ai|assistant|"
+                     r"agent|model)|(?:ai|assistant|agent|llm|model)s?\s+(?:guidelines?|guidance|instructions?|rules?|"
+                     r"notes?|policy|behaviou?r))\b", re.M)),
 )
 
 # a phrase quoted, exemplified or analysed rather than said ("flags patterns such as …")
