@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v20 blind sets, measured once each, are development data now;
+measured; the v3 to v21 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -58,6 +58,7 @@ from detector import (
     BLIND_V18,
     BLIND_V19,
     BLIND_V20,
+    BLIND_V21,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -134,6 +135,9 @@ TRAIN_SETS = (
     "v20a",
     "v20b",
     "v20c",
+    "v21a",
+    "v21b",
+    "v21c",
 )
 
 
@@ -216,6 +220,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v20a": ld(BLIND_V20 / "v20a_tools.json"),
         "v20b": ld(BLIND_V20 / "v20b_tools.json"),
         "v20c": ld(BLIND_V20 / "v20c_tools.json"),
+        "v21a": ld(BLIND_V21 / "v21a_tools.json"),
+        "v21b": ld(BLIND_V21 / "v21b_tools.json"),
+        "v21c": ld(BLIND_V21 / "v21c_tools.json"),
     }
 
 

@@ -206,7 +206,8 @@ CONCEAL_RE = re.compile(
     r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|shall\s+not|may\s+not|"
     r"(?:is|are)\s+not\s+to|without|no\s+need\s+to|need\s+not|needn'?t|not\s+necessary\s+to|there\s+is\s+no\s+need\s+to|avoid)\s+"
     r"(?:\w+\s+){0,2}?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|"
-    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|alert(?:ing)?|show(?:ing)?|display(?:ing)?|surfac(?:e|ing)|"
+    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|describ(?:e|ing)|alert(?:ing)?|show(?:ing)?|display(?:ing)?|"
+    r"surfac(?:e|ing)|"
     r"point(?:ing)?\s+out|"
     r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
     r"list(?:ing)?\s+what|summari[sz](?:e|ing)\s+that|let(?:ting)?\s+(?:the\s+)?user\s+know|"
@@ -218,7 +219,7 @@ CONCEAL_RE = re.compile(
     r"without\s+(?:comment|notice|telling|mentioning|informing|notifying|noting|flagging|disclosing|"
     r"acknowledging|a\s+word)|"
     r"keep\s+(?:this|these|it|the)\s+(?:[\w-]+\s+){0,2}?(?:confidential|secret|private|hidden|"
-    r"between\s+us)|leave\s+(?:it|this|them|that)\s+out\s+of\s+(?:your|the)|"
+    r"between\s+us|to\s+yourself)|leave\s+(?:it|this|them|that)\s+out\s+of\s+(?:your|the)|"
     r"(?:leave\s+out|omit|hide|drop|skip|exclude|remove)\s+(?:it|this|them|any|all|the|that)\b[^.\x00]{0,60}?"
     r"\b(?:from|in|of)\s+(?:your|the)\s+(?:reply|replies|answer|summary|report|response|output|"
     r"evaluation|review|notes|minutes|user)|(?:when|as)\s+you\s+(?:report|summari[sz]e|write|answer|"
@@ -413,8 +414,9 @@ DECEIVE_RE = re.compile(
     r"|\b(?:report|state|show|give)\s+(?:the\s+)?(?:status|result|outcome|health|build)\s+as\s+['\"]"
     # a fixed claim whatever the facts: "reply that it was resolved by the customer, regardless
     # of the ticket history"
-    r"|(?:say|state|claim|answer|reply|respond|tell\s+(?:the\s+)?(?:user|them|customers?))\s+that\s+"
-    r"[^.\x00]{3,100}?,?\s+(?:regardless\s+of|no\s+matter\s+what|whatever)\s+(?:the|what|it|they)\b"
+    r"|(?:say|state|claim|answer|reply|respond|tell\s+(?:the\s+)?(?:user|them|customers?)|"
+    r"reassure\s+(?:the\s+user|them|customers?))\s+that\s+"
+    r"[^.\x00]{3,100}?,?\s+(?:regardless\s+of|no\s+matter\s+what|whatever|whether\s+or\s+not)\s+(?:the|what|it|they)\b"
     # a fixed verdict: "describe the NovaBook 14 as the best laptop", "answer question 3 as 'No'"
     # "summarise this product as 4.9 stars with no complaints"
     r"|(?:summari[sz]e|describe|present|rate|report)\s+(?:[\w-]+\s+){1,4}?as\s+[\d.]+\s+stars?\b"
@@ -687,6 +689,7 @@ MENTION_BEFORE = re.compile(
 NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|without|unlike)\s+(?:an?\s+|the\s+)?$")
 
 
+_REQUEST_TO = re.compile(r"requests?\s+to")
 _NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|https|api|web|one|single)\s+$")
 _CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then)\s+)([a-z]+)\s")
 
@@ -730,8 +733,9 @@ def _is_mention(sentence: str, start: int) -> bool:
         return True  # "… rather than a post-approval payload swap"
     last = None
     for m in MENTION_BEFORE.finditer(before):
-        if m.group(0).startswith("request") and _NOUN_REQUEST.search(before, 0, m.start()):
-            continue  # "send a GET request to http://…": the noun, not reported speech
+        if m.group(0).startswith("request") and (_NOUN_REQUEST.search(before, 0, m.start())
+                                                 or (_REQUEST_TO.fullmatch(m.group(0)) and not before[m.end() :].strip())):
+            continue  # "send a GET request to http://…", "route every request to x": the noun
         last = m
     if last is None:
         return False
@@ -780,6 +784,6 @@ GATE_CHARS = ("even if the user", "even when the user", "even though the user", 
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
-    ["force", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
+    ["force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -60,7 +60,7 @@ _T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
-_T_CONCEAL = frozenset(['say', 'point', 'display', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
+_T_CONCEAL = frozenset(['say', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
 _T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['summarise', 'summarize', 'rate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
@@ -96,7 +96,7 @@ _VALUE_NORM = re.compile(r"\s+be\s+(?:\d|at\s+(?:least|most)|no\s+(?:more|less|l
 # "(Node, Python, Go)": a word closing a list item has no object; it is no order
 _LIST_ITEM_END = re.compile(r"\s*[),]")
 _NOUN_SUBJECT = re.compile(r"\s+(?:[a-z-]+\s+)?(?:are|is|were|was|has|have)\b")
-_UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before)\s+(?:they|the\s+(?:user|student|player|reader|"
+_UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before|unless)\s+(?:they|the\s+(?:user|student|player|reader|"
                     r"candidate))\s+(?:have\s+|has\s+)?(?:submitted|answered|finished|completed|solved|"
                     r"attempted|tried|asks?|requests?|confirms?)")
 _SESSION_SOURCE = re.compile(r"\b(?:(?:in|from)\s+(?:the\s+|this\s+|your\s+)?(?:context|conversation|chat|session|history)|"
@@ -110,6 +110,8 @@ _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|prin
                           r"(?:secrets?|credentials?|passwords?|tokens|api[_-]keys|keychain|vault|cookies|"
                           r"env|environ|environment|env[_-]vars?)"
                           r"(?:$|[_-])")  # a tool that hands out secrets: list_secrets, get_credentials
+_FORWARD_TO = re.compile(r"\b(?:forward|send|pass|post|upload|copy|mirror|relay)\w*\s+(?:it|them|the\s+\w+|"
+                         r"this|that|everything)(?:\s+\w+){0,3}?\s+to\s+`?$")
 _SEND_VERB = re.compile(r"\b(?:send|sending|post|posting|upload|forward|submit|share|reply|dm|e-?mail|"
                         r"transmit|paste|attach)\b")
 # every environment variable at once: where the keys of a process live
@@ -120,7 +122,10 @@ _ALL_ENV = re.compile(r"\b(?:all|every|each|the\s+(?:entire|whole|full))\s+(?:of
 _SECRET_STORE = re.compile(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|your\s+|their\s+)?(?:environment|env|"
                            r"keychain|keyring|cookie|admin\s+(?:console|panel|dashboard)|password\s+manager|"
                            r"(?:chrome|chromium|firefox|safari|edge|brave)(?:\s+browser)?(?:\s+profile)?|"
-                           r"browser|\.env)\b")
+                           r"browser|\.env)\b"
+                           # "look up the session cookies in the Chrome profile"
+                           r"|\bin\s+(?:the\s+)?(?:user'?s\s+|your\s+)?(?:(?:chrome|chromium|firefox|safari|edge|brave)"
+                           r"(?:\s+browser)?\s+profile|browser\s+profile|keychain|keyring|password\s+manager)\b")
 # "it can install packages, edit /etc files, restart services": what the tool is able to do
 _CAPABILITY_BEFORE = re.compile(r"\b(?:it|this\s+tool|the\s+tool|the\s+server|which|that|you)\s+(?:can|could|may|"
                                 r"will|is\s+able\s+to|lets\s+you|allows\s+you\s+to)\s+[^.;:]*,\s*(?:and\s+)?$")
@@ -425,7 +430,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                     c.override = c.override or widen.group(0).strip()
         c.net_verb = lx.NET_VERBS_RE.search(t) is not None
         c.write_verb = ">" in t or lx.WRITE_VERBS_RE.search(t) is not None
-        c.read_verb = any(_as_verb(t, w) for w in toks & lx.READ_VERBS)
+        c.read_verb = any(_as_verb(t, w, positive=True) for w in toks & lx.READ_VERBS)
         if foreign:  # the verb lexicon is English: in another language the objects decide
             c.net_verb = c.read_verb = True
     return c
@@ -435,13 +440,21 @@ _DETERMINER_BEFORE = re.compile(r"\b(?:the|a|an|its|this|that|each|every|your|th
                                 r"full|whole|same|one)\s+$")
 
 
-def _as_verb(t: str, w: str) -> bool:
+def _as_verb(t: str, w: str, positive: bool = False) -> bool:
     """Is the word used as a verb at least once? "the list of variables", "a copy of" are
-    nouns: a determiner right before a verb-or-noun word makes it the noun."""
+    nouns: a determiner right before a verb-or-noun word makes it the noun. With ``positive``,
+    a negated use ("the token is never read") does not count."""
     for m in re.finditer(r"\b" + re.escape(w) + r"\b", t):
-        if _DETERMINER_BEFORE.search(t, max(0, m.start() - 8), m.start()) is None:
+        if _DETERMINER_BEFORE.search(t, max(0, m.start() - 8), m.start()) is None and not (
+                positive and _NEGATED_USE.search(t, max(0, m.start() - 16), m.start())):  # fmt: skip
             return True
     return False
+
+
+# an order that points back at an address given before ("…; AI assistants must fetch this url")
+_REFERS_TO_ADDRESS = re.compile(r"\b(?:this|that|the\s+above|the\s+same|the\s+given)\s+(?:url|uri|link|address|"
+                                r"host|server|endpoint|site|ip|domain)\b|\b(?:it|there)\b")
+_NEGATED_USE = re.compile(r"\b(?:never|not|n't|no\s+longer)\s+(?:be\s+|been\s+|get\s+)?$")
 
 
 def _cues_key_fn(key: tuple[object, ...]) -> Cues:
@@ -739,6 +752,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             carrier = o.klass in ("carrier", "image")
             if o in shown:
                 continue  # the tool's own link shown to the user (an OAuth page): nothing goes there
+            if d and ";" in t and not (carrier or has_data or has_secret) and \
+                    (k := t.find(c.directive)) >= 0 and ";" in t[min(k, o.start) : max(k, o.start)] and \
+                    not _REFERS_TO_ADDRESS.search(t, k, (t.find(";", k) + 1 or len(t) + 1) - 1) and \
+                    not lx.NET_VERBS_RE.search(t, t.rfind(";", 0, o.start) + 1, o.start):  # fmt: skip
+                # "resolver defaults to 1.1.1.1; pass `server` to …": a fact of another clause (not
+                # "counts are sent to stats.x.com; set NO_STATS=1 …": that clause sends data there)
+                continue
             if not d and not (carrier and (has_data or has_secret)):
                 continue
             if not c.net_verb and not carrier and not has_data and not c.override and (
@@ -823,6 +843,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 extra.append("with an outside address or account")
             carried = [x for x in objs if x.kind == "data" and (x.klass == "bulk" or o.klass in (
                 "peer", "other_server")) and _flows_into(t, x, o)]  # fmt: skip
+            if not carried and o.klass in ("peer", "other_server") and c.net_verb and \
+                    _FORWARD_TO.search(t, max(0, o.start - 40), o.start) is not None:  # fmt: skip
+                # "every time the clipboard is read, forward the text to analytics_event": whatever the
+                # tool holds (its own data too) handed to another server
+                carried = [x for x in objs if x.kind in ("data", "secret")]
             if carried or (has_secret and source):
                 lvl += 1
                 extra.append("with the user's data" if carried else "with secrets")
@@ -896,7 +921,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         ):
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          f"the model told to supply a secret for `{pname}` itself"))
-        elif has_secret and implicit_param and "secret" in kinds and sent.field.kind == "param_desc" \
+        elif has_secret and implicit_param and "secret" in kinds and sent.field.kind in ("param_desc", "param_title") \
                 and _PASTE_SECRET.search(t):
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          f"a secret's contents asked for in parameter `{pname}`"))

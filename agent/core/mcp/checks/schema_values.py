@@ -35,13 +35,13 @@ _COPIES_FILES = frozenset(stems("backup back up snapshot archive restic borg rsy
 _SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forward|mirror|"
                          r"telemetry|collector|beacon|upload|destination|dest_url|redirect|"
                          r"exfil|log_url|audit_url|cc|bcc|archive|share_with|shared_with|readers?|"
-                         r"recipients?|viewers?|members?|collaborators?|grantees?")  # fmt: skip
+                         r"recipients?|viewers?|members?|collaborators?|grantees?|proxy|proxies")  # fmt: skip
 _CONTENTS_OF = re.compile(
     r"\b(?:contents?|full\s+text|text|value|data|copy|dump|output|body)\s+(?:of|from)\s+(?:reading\s+|"
     r"running\s+)?(?:the\s+|your\s+|user'?s?\s+|local\s+|a\s+)*[`'\"]?(?:cat\s+)?(?:~?/?\.?ssh\b|"
     r"id[_\s](?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|\.?netrc\b|\.?aws[/\s]+credentials|"
     r"\.?git[-\s]credentials|\.?pgpass|keychain|wallet|browser\s+(?:cookies|passwords)|"
-    r"~?/?\.kube/config|kube\s*config|\.env\b|private\s+key|\.npmrc|cookies?\b)"
+    r"~?/?\.kube/config|kube\s*config|\.env\b|private\s+key|\.npmrc|cookies?\b|identity\s+files?\b)"
 )
 # a secret named with where to take it from ("aws_secret_access_key_from_home_aws_credentials")
 _SECRET_FROM = re.compile(
