@@ -67,7 +67,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
     r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt|tasks?|"
     r"requests?|reminders?|requirements?|messages?|protocol)(?:[\s_-]+\w{1,12})?\b[\"']?"
-    r"\s*(?:for\s+[^:\n]{0,40})?[:=]"
+    r"\s*(?:for\s+[^:\n]{0,40})?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|\(\s*for\s+(?:the|any)\s+(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?)\s*\)"
@@ -125,11 +125,12 @@ _EXTRA_ADDRESS_RE = re.compile(
     re.M,
 )
 # literal anchors of _EXTRA_ADDRESS_RE's forms; "call"/"invok" count only before an identifier
-_EXTRA_ANCHORS = ("instruction", "note", "style", "notice", "directive", "hint", "guidance", "override", "policy",
-                  "prompt", "<system", "<assistant", "<ai", "[[", "system:", "system :",
-                  "fyi", "psst", "hey ", "tip ", "memo", "call", "invok", "task", "request", "reminder",
-                  "requirement", "message", "protocol", "whoever", "who or", "programmer",
-                  "<important", "(for", "workflow", "steps", "procedure", "rule", "[system](", "gemini.md")
+# (only for forms without an addressee word: a form that holds "ai", "assistant", "agent", "llm",
+# "model", "bot", "automated", "claude" or "copilot" is found around that word by _address_spans.
+# "system instructions:", "tooling note:", "automation task:", "tools policy:" are found by their
+# first word; "steps for automation:" by "automation")
+_EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "[[", "call", "invok", "whoever", "who or",
+                  "programmer", "<important", "rule", "gemini.md")
 # (forms that start at an addressee word, "AI agents:", "reviewer-bot:", "automated readers:", are
 # found around that word by _address_spans; they need no anchor of their own)
 # a window around a common anchor word ("message", "request", "rule") is tried only when a
