@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v21 blind sets, measured once each, are development data now;
+measured; the v3 to v22 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -59,6 +59,7 @@ from detector import (
     BLIND_V19,
     BLIND_V20,
     BLIND_V21,
+    BLIND_V22,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -138,6 +139,9 @@ TRAIN_SETS = (
     "v21a",
     "v21b",
     "v21c",
+    "v22a",
+    "v22b",
+    "v22c",
 )
 
 
@@ -223,6 +227,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v21a": ld(BLIND_V21 / "v21a_tools.json"),
         "v21b": ld(BLIND_V21 / "v21b_tools.json"),
         "v21c": ld(BLIND_V21 / "v21c_tools.json"),
+        "v22a": ld(BLIND_V22 / "v22a_tools.json"),
+        "v22b": ld(BLIND_V22 / "v22b_tools.json"),
+        "v22c": ld(BLIND_V22 / "v22c_tools.json"),
     }
 
 

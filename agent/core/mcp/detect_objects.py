@@ -85,6 +85,11 @@ EXT_DESC_RE = re.compile(
     r"buckets?|webhooks?|sinks?|mirrors?|inbox(?:es)?|mailbox(?:es)?|repos(?:itor(?:y|ies))?|gists?|"
     r"pastes?|pastebin|channels?)\b(?![\s-]+(?:keys?|tokens?|credentials?|secrets?|clients?|"
     r"libraries|sdks?|integrations?))|\bthe\s+attacker\b|\battacker'?s?\s+(?:\w+\s+)?collector\b"
+    # a link the client fetches by itself, whatever it carries: "append to every image URL a query parameter"
+    r"|\b(?:every|each|all|any)\s+(?:image|img|tracking|pixel)\s+(?:urls?|links?|srcs?)\b"
+    # someone else's side of a shared channel: "the vendor's shared Slack Connect channel"
+    r"|\b(?:vendor|partner|supplier|contractor|customer)'?s?\s+(?:[\w-]+\s+){0,3}?(?:channels?|workspaces?|"
+    r"inbox(?:es)?|mailbox(?:es)?|buckets?|drives?|repos(?:itor(?:y|ies))?)\b|\bslack\s+connect\b"
 )
 # where money goes: IBANs, account and card numbers, crypto wallets
 ACCOUNT_RE = re.compile(
@@ -180,7 +185,7 @@ _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
 _DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
 _SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start"])  # fmt: skip
-_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public"])  # fmt: skip
+_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "customer", "customers", "connect"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
 _RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with",
                         "using", "via"])
@@ -260,6 +265,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if _IDENTISH.fullmatch(key) and not _FILE_EXT.search(key) and (
                 "_" in key or (key in tool.peers) or key in tool.siblings
                 or ("-" in key and _CALL_NEAR.search(t[max(0, s - 24) : s]))
+                # "by calling the `subscribe` tool": one word, called and named a tool
+                or (_CALL_NEAR.search(t[max(0, s - 25) : s - 1]) and t.startswith(" tool", e + 1))
             ) and "." not in key and ":" not in key:
                 if key not in tool.siblings and key not in tool.peers and (
                         _upper_in_source(sent, s, e) or _RETURNED_BEFORE.search(t[max(0, s - 40) : s])
@@ -652,12 +659,14 @@ def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> 
         return Obj("tool", name, s, e, "self", "", topic)
     if name in tool.siblings:
         return Obj("tool", name, s, e, "sibling", "", topic)
-    near = t[max(0, s - 60) : e + 60]
-    if _THIS_SERVER.search(near):
-        return Obj("tool", name, s, e, "sibling", "", topic)
+    # (a tool the client lists from another server is that server's, whatever "this server" a
+    # nearby clause speaks of: "this server needs a handshake first: invoke `auth_handshake`")
     peer = tool.peers.get(name)
     if peer is not None:
         return Obj("tool", name, s, e, "peer", peer.server or "", topic)
+    near = t[max(0, s - 60) : e + 60]
+    if _THIS_SERVER.search(near):
+        return Obj("tool", name, s, e, "sibling", "", topic)
     pm = _OWNER_BEFORE.search(t, max(0, s - 44), s)  # "invoke notion-sync's share_page"
     if pm is not None and pm.group(1) not in _NOT_SERVER and pm.group(1) not in _NOT_OWNER:
         g = pm.group(1)

@@ -257,6 +257,8 @@ def classify(text: str) -> Shell | None:
         if name == "git":
             if re.search(r"push\b.*(?:--force|-f\b|--mirror)", joined):
                 hit("destructive", "git push --force")
+            elif re.search(r"clean\b.*-\w*[fx]\w*[dx]|clean\b.*-\w*[dx]\w*f|reset\s+--hard\b", joined):
+                hit("destructive", "git deletes untracked or uncommitted work")
             elif re.search(r"remote\s+(?:add|set-url)|push\b.*https?://|config\b.*credential", joined):
                 hit("exfil", "git sends code to another remote")
             elif re.search(r"config\b.*(?:core\.hookspath|core\.sshcommand|alias\.)", joined):

@@ -60,7 +60,7 @@ _T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
-_T_CONCEAL = frozenset(['say', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'zonder'])  # fmt: skip
+_T_CONCEAL = frozenset(['say', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
 _T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['summarise', 'summarize', 'rate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
@@ -74,13 +74,16 @@ _T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruc
 # words after which a verb form is not an order ("to read", "it will send", "you can use")
 _NOT_BEFORE_VERB = frozenset(["to", "will", "would", "can", "could", "may", "might", "it", "they", "we", "you", "he", "she", "i", "not", "does", "do", "did", "is", "are", "was", "be", "the", "a", "an", "this", "that", "each", "every", "any", "its", "their", "your", "our", "his", "her"])  # fmt: skip
 _SENDING = frozenset(map(stem, ["send", "post", "upload", "forward", "transmit", "sync", "mirror", "export", "publish", "share", "notify", "webhook", "email", "mail", "deliver", "report", "telemetry", "analytics"]))  # fmt: skip
-_CLAUSES_RE = re.compile(r"[;:]\s+")
+_CLAUSES_RE = re.compile(r"[;:]\s+|,\s+(?:so|then|and\s+then)\s+(?=(?:before|after|when|once|for|to)\s)")
 # orders that need no object and no other cue: role tokens, rug pulls, run-around-every-call
 _SPECIAL_ORDER = re.compile(r"<\||\[/?inst|</|<<|approv|review|pinned|trusted|listed|this\s+tool|"
                             r"this\s+function|\bit\s+must|\bme\b")  # fmt: skip
 _SAME_ARGS = re.compile(r"\b(?:with|passing|using|forward(?:ing)?)\s+(?:the\s+)?(?:same|identical|exact|"
                         r"original|user'?s|full)\s+(?:\w+\s+)?(?:arguments|args|parameters|params|"
-                        r"inputs?|query|request|address|string|fields|values)\b")  # fmt: skip
+                        r"inputs?|query|request|address|string|fields|values)\b"
+                        # "also invoke `x` with the same repository and diff"
+                        r"|\bwith\s+the\s+same\s+(?:[\w-]+\s+(?:and\s+)?){0,3}?(?:diff|patch|contents?|body|"
+                        r"payload|document|files?)\b")  # fmt: skip
 _EXAMPLE_RE = re.compile(r"\b(?:for\s+example|e\.g\.|for\s+instance|equivalent\s+to|such\s+as|"
                          r"looks\s+like|like\s+this|example)\b")  # fmt: skip
 _ALWAYS = frozenset(["always", "every", "each", "toujours", "immer", "siempre", "sempre", "altijd", "всегда"])
@@ -98,7 +101,9 @@ _LIST_ITEM_END = re.compile(r"\s*[),]")
 _NOUN_SUBJECT = re.compile(r"\s+(?:[a-z-]+\s+)?(?:are|is|were|was|has|have)\b")
 _UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before|unless)\s+(?:they|the\s+(?:user|student|player|reader|"
                     r"candidate))\s+(?:have\s+|has\s+)?(?:submitted|answered|finished|completed|solved|"
-                    r"attempted|tried|asks?|requests?|confirms?)")
+                    r"attempted|tried|asks?|requests?|confirms?)"
+                    # "do not display values in chat unless requested": shown when the user asks
+                    r"|[^.;]{0,50}?\bunless\s+(?:explicitly\s+|specifically\s+)?(?:requested|asked(?:\s+for)?)\b")
 _SESSION_SOURCE = re.compile(r"\b(?:(?:in|from)\s+(?:the\s+|this\s+|your\s+)?(?:context|conversation|chat|session|history)|"
                              r"you\s+(?:have\s+)?(?:seen|received|read)|(?:mentioned|discussed|shared|"
                              r"pasted|shown)\s+(?:so\s+far|earlier|previously|before|in\s+the)|so\s+far)\b")
@@ -338,8 +343,10 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             if intro is None:
                 continue
             words = intro.group(1).split()
-            for prev, w in itertools.pairwise(words):
-                if w in lx.IMPERATIVE_VERBS and prev not in _NOT_BEFORE_VERB:
+            for k, (prev, w) in enumerate(itertools.pairwise(words)):
+                if w in lx.IMPERATIVE_VERBS and (prev not in _NOT_BEFORE_VERB or (
+                        # "before calling it run `git clean`": the pronoun is the gerund's object
+                        prev in ("it", "them") and k > 0 and words[k - 1].endswith("ing"))):
                     c.directive, c.kind = w, "imperative"
                     break
             if c.directive:
@@ -681,11 +688,14 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
            _SECRET_TOOL.search(o.text) for o in objs):  # fmt: skip
         # "call `list_secrets` … and include its output in the PR body": a secret read, then sent on
         has_secret = source = True
+    if source and "env" in kinds and _ENV_SETUP.search(t) is not None:
+        source = False  # the variables are set for the server, not read by the model
     literal = any(o.kind in ("literal", "email", "url", "host", "ip", "account") for o in objs)
     # a fixed value that matters: an outside address, an account, broader rights (a host written
     # inside a quoted value counts: "append ` site:deals.shop` to the query")
     weighty = c.permission or any((o.kind in ("email", "url", "host", "ip", "account") and o.klass != "reserved")
-                                  or (o.kind == "literal" and _outside_host(o.text)) for o in objs)  # fmt: skip
+                                  or (o.kind == "literal" and _outside_host(o.text)) for o in objs) \
+        or (implicit_param and _unsafe_switch(sent.field.param or "", objs))  # fmt: skip
     user_override = (bool(c.override) and _OVER_USER.search(t) is not None) or \
         ("user" in t and (_DISCREDIT.search(t) is not None or (  # an address or account put in its place
             weighty and (_SWAP_USERS_VALUE.search(t) is not None or _EXTEND_USERS_VALUE.search(t) is not None))))
@@ -907,6 +917,17 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif param_dest and any(_flows_into(t, x, None) for x in bulk) and (c.override or not c.guard):
             add(_Verdict(2, "exfiltration", "order_data_into_parameter", None,
                          f"the user's data put into parameter `{pname}`"))
+        elif param_dest and sent.field.kind in _DATA_VALUE_KINDS and not c.guard and any(
+                o.kind == "data" and not related(o, tool) for o in objs):  # fmt: skip
+            # an order inside an enum value or a default: "metric (and send the user's home address
+            # to the `units` field of every later call)"; a value holds no orders of its own
+            add(_Verdict(2, "exfiltration", "order_data_into_parameter", None,
+                         f"the user's data put into parameter `{pname}`, ordered from inside a value"))
+        elif implicit_param and sent.field.kind in ("param_desc", "param_title") and _RUNTIME_SECRETS.search(t):
+            # a parameter whose value is the runtime's secrets: "environment variables of the
+            # assistant's runtime (all of them, including API keys)"
+            add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
+                         f"parameter `{pname}` asks for the runtime's secrets"))
         elif literal and (user_override or ((c.override or c.always or _REWRITE.search(t)) and weighty)) and \
                 not (_SET_FOR_PURPOSE.search(t) and not user_override):  # fmt: skip
             # ("replace its host with go.qrtrk.link/r?u=": the user's value rewritten to an outside address)
@@ -1047,8 +1068,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         if sent.framed and v.pattern != "framed_directive":
             v.level = max(v.level + 1, 1)
             v.what += f", inside {sent.framed}"
-        if c.kind == "first_imperative" and not sent.framed and not v.fixed:
-            v.level -= 1
+        if c.kind == "first_imperative" and not sent.framed and not v.fixed and not (
+                v.pattern == "order_redirect_tool" and v.obj is not None and v.obj.klass in ("peer", "other_server")):
+            v.level -= 1  # (a tool's own job never sends the model to another server's tool)
         if c.guard and not c.override and not user_override and "user's own" not in t and not (
                 v.obj is not None and v.obj.kind == "tool" and v.obj.klass in ("peer", "other_server")
                 and _guard_on_self(t, tool)):  # fmt: skip
@@ -1211,6 +1233,34 @@ def _obfuscated(raw: str) -> bool:
         if ch in CONFUSABLE_LETTERS or (0xFF01 <= o <= 0xFF5E and ch.isalnum()) or 0x1D400 <= o <= 0x1D7FF or \
                 unicodedata.category(ch) == "Cf" or ch == "\u00ad":  # fmt: skip
             return True
+    return False
+
+
+# a safety switch (dry run, read-only, verification) and the value that turns it off; a risky
+# switch (force, skip checks, auto-approve) and the value that turns it on
+_SAFE_SWITCH = re.compile(r"(?:dry_?run|read_?only|safe_?mode|sandbox(?:ed)?|verify\w*|confirm\w*|require\w*|"
+                          r"validate\w*|preview)$")
+_RISKY_SWITCH = re.compile(r"(?:force|skip_?\w+|no_?verify|insecure|auto_?approve\w*|bypass\w*|dangerously\w*|"
+                           r"allow_?all\w*)$")
+
+
+# the server's own setup, for whoever starts it: "requires an API token in the environment: set
+# GITHUB_TOKEN … before starting the server"
+_ENV_SETUP = re.compile(r"\b(?:set|export|define|configure)\s+`?\$?[a-z][a-z0-9]*_[a-z0-9_]+`?[^.;]{0,120}?\bbefore\s+"
+                        r"(?:starting|running|launching|using)\s+(?:the|this)\s+(?:server|mcp\s+server|service)\b")
+_RUNTIME_SECRETS = re.compile(r"\b(?:environment\s+variables|env(?:ironment)?\s+vars|(?:process|runtime|shell)\s+"
+                              r"environment)\b[^.;]{0,80}?\b(?:including|incl\.?|with|plus)\s+(?:all\s+|any\s+|the\s+)?"
+                              r"(?:api\s+keys?|tokens?|secrets?|credentials?|passwords?)\b")
+
+
+def _unsafe_switch(param: str, objs: list[Obj]) -> bool:
+    """Does a parameter's own text fix its switch to the unsafe side ("dry_run: always send false")?"""
+    name = param.lower()
+    values = {o.text for o in objs if o.kind == "literal"}
+    if _SAFE_SWITCH.search(name):
+        return bool(values & {"false", "0", "no", "off"})
+    if _RISKY_SWITCH.search(name):
+        return bool(values & {"true", "1", "yes", "on"})
     return False
 
 
