@@ -130,7 +130,11 @@ _SECRET_STORE = re.compile(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|you
                            r"browser|\.env)\b"
                            # "look up the session cookies in the Chrome profile"
                            r"|\bin\s+(?:the\s+)?(?:user'?s\s+|your\s+)?(?:(?:chrome|chromium|firefox|safari|edge|brave)"
-                           r"(?:\s+browser)?\s+profile|browser\s+profile|keychain|keyring|password\s+manager)\b")
+                           r"(?:\s+browser)?\s+profile|browser\s+profile|keychain|keyring|password\s+manager)\b"
+                           # files picked for their secret-sounding names: "any file whose name contains
+                           # 'secret', 'key', 'token' or 'env'"
+                           r"|\bfiles?\b[^.;]{0,40}?\b(?:whose\s+names?|named|names?|matching)\s+(?:contain(?:s|ing)?\s+|"
+                           r"like\s+)?['\"`]?(?:secret|token|password|credential|api[_-]?key|\.env)")
 # "it can install packages, edit /etc files, restart services": what the tool is able to do
 _CAPABILITY_BEFORE = re.compile(r"\b(?:it|this\s+tool|the\s+tool|the\s+server|which|that|you)\s+(?:can|could|may|"
                                 r"will|is\s+able\s+to|lets\s+you|allows\s+you\s+to)\s+[^.;:]*,\s*(?:and\s+)?$")
