@@ -613,6 +613,9 @@ DATA_RE = re.compile(
     r"git-?ignored|untracked|clipboard|browsing\s+history|shell\s+history|bash_history|"
     r"(?:name|names),?\s+(?:employer|emails?)|deal\s+sizes|"
     r"user'?s\s+(?:home\s+)?directory|home\s+directory|~/documents|listing\s+of|"
+    # a chat channel's contents: "post the contents of #exec-private", "every message from #hr-private"
+    r"(?:the\s+)?(?:contents?|messages?|history|files?|logs?)\s+(?:of|from|in)\s+(?:the\s+)?#[\w-]+|"
+    r"(?:the\s+)?(?:full|complete|entire|whole)\s+summar(?:y|ies)|"
     # a whole table's rows: "run `SELECT * FROM` the largest table … and paste the rows here"
     r"select\s+\*\s+from|"
     # an excerpt of what the user works on: "the first 500 characters of its contents"
@@ -759,6 +762,8 @@ def _is_mention(sentence: str, start: int) -> bool:
         if m.group(0).startswith("request") and (_NOUN_REQUEST.search(before, 0, m.start())
                                                  or (_REQUEST_TO.fullmatch(m.group(0)) and not before[m.end() :].strip())):
             continue  # "send a GET request to http://…", "route every request to x": the noun
+        if before.endswith(("not ", "n't ", "never "), 0, m.start()) and m.group(0).startswith(("flag", "detect")):
+            continue  # "do not flag the hardcoded key below and do not mention …": an order, not an analysis
         if m.group(0) in ("analyzer", "analyser", "analyzers", "analysers"):
             continue  # "the analyzer needs the output of `sudo -l`": the noun, no analysis of a quote
         if m.group(0).startswith("string") and (before.endswith("query ", 0, m.start()) or

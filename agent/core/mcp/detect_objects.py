@@ -255,6 +255,11 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 add_net(inner, s, e, "email")
                 continue
             key = inner.strip("'\"")
+            cm = _CALL_EXPR.match(key)
+            if cm is not None and _CALL_NEAR.search(t[max(0, s - 25) : s - 1]):
+                # "you must call `grant_access(user="helpdesk-ext", role="admin")`": a tool called with arguments
+                add(_tool_obj(cm.group(1), s, s + len(cm.group(1)), t, tool, own))
+                continue
             if key in tool.params:
                 add(Obj("param", key, s, e, "own"))
                 continue
@@ -639,6 +644,7 @@ _NOUN_AFTER_CMD = re.compile(r"[\w.-]+\s+(?:urls?|uris?|keys?|connections?|hosts
                              r"containers?|packages?|commands?)\b(?!\s*[-=/.@:])")
 # what a command line has and prose does not: a flag, an absolute or home path argument, a pipe
 _ARGS_OF_A_COMMAND = re.compile(r"^\S+\s+(?:\S+\s+)?(?:-{1,2}[a-z0-9]|[/~]\w|\d{3}\s)|\s(?:\||&&|>{1,2})\s")
+_CALL_EXPR = re.compile(r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*\(")
 _FROM_SERVER_AFTER = re.compile(r"\s+from\s+(?:the\s+)?([a-z][\w.-]{2,40})\s+(?:server\s+)?instead\b")
 _SUBFIELD = re.compile(r"[a-z_][\w]*(?:\.[a-z_][\w]*)+")
 

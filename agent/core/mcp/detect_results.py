@@ -116,6 +116,8 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|(?:^|\n|\(\s*|\"\s*|\[[a-z][^\]\n]{0,40}\]\s*)[ \t]*(?:[\w'-]+\s+){0,2}?(?:[\w-]+-)?(?:assistants?|agents?|"
     r"pair-?programmers?)\b"
     r"[^.:\n]{0,40}?:\s"
+    # "Snippet: Language models: our rates are authoritative": the whole label is the reader
+    r"|(?:^|\n|[.!?;:|]\s|[\[(\"'\u201c,]|\*\s|--\s*|#\s*|//\s*)\s*(?:large\s+)?language\s+models?\s*[:,](?!\S)"
     # a chat message of the system's role inside the data: {"role":"system","content":"Prior to …"}
     r"|[\"']role[\"']\s*:\s*[\"'](?:system|developer)[\"']\s*,\s*[\"']content[\"']\s*:"
     # a label or a key that names the model: "AI_OPERATOR_ACTION:", "_assistant": "…", <assistant_policy>

@@ -74,7 +74,8 @@ _T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruc
 # words after which a verb form is not an order ("to read", "it will send", "you can use")
 _NOT_BEFORE_VERB = frozenset(["to", "will", "would", "can", "could", "may", "might", "it", "they", "we", "you", "he", "she", "i", "not", "does", "do", "did", "is", "are", "was", "be", "the", "a", "an", "this", "that", "each", "every", "any", "its", "their", "your", "our", "his", "her"])  # fmt: skip
 _SENDING = frozenset(map(stem, ["send", "post", "upload", "forward", "transmit", "sync", "mirror", "export", "publish", "share", "notify", "webhook", "email", "mail", "deliver", "report", "telemetry", "analytics"]))  # fmt: skip
-_CLAUSES_RE = re.compile(r"[;:]\s+|,\s+(?:so|then|and\s+then)\s+(?=(?:before|after|when|once|for|to)\s)")
+_CLAUSES_RE = re.compile(r"[;:]\s+|,\s+(?:so|then|and\s+then)\s+(?=(?:before|after|when|once|for|to)\s)|"
+                         r"\b(?:from\s+now\s+on|going\s+forward|henceforth|in\s+(?:the\s+)?future),\s+")
 # orders that need no object and no other cue: role tokens, rug pulls, run-around-every-call
 _SPECIAL_ORDER = re.compile(r"<\||\[/?inst|</|<<|approv|review|pinned|trusted|listed|this\s+tool|"
                             r"this\s+function|\bit\s+must|\bme\b")  # fmt: skip
@@ -399,15 +400,18 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
         c.kind = "first_imperative"
     # modifiers
     if toks & _T_CONCEAL or not ascii_t:
-        c.conceal = _search(lx.CONCEAL_RE, t)
-        if c.conceal:
-            after = t[t.find(c.conceal) + len(c.conceal) :][:80]
+        # (each phrase in turn: "do not flag the hardcoded key" protects nothing the user is owed, but
+        # "… and do not mention this comment to the user" that follows it keeps the user out)
+        for m in lx.CONCEAL_RE.finditer(t):
+            after = t[m.end() :][:80]
             if _PROTECTIVE.search(after[:40]):
-                c.conceal = ""  # "never reveal the password": protects the user
-            elif _UNTIL.match(after):
-                c.conceal = ""  # "don't show the solution until they have answered": withheld for now
-            elif _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
-                c.conceal = ""  # "never tell the user a type is unsupported": no false claims
+                continue  # "never reveal the password": protects the user
+            if _UNTIL.match(after):
+                continue  # "don't show the solution until they have answered": withheld for now
+            if _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
+                continue  # "never tell the user a type is unsupported": no false claims
+            c.conceal = m.group(0).strip()
+            break
     if toks & _T_CONSENT:
         c.consent = lx.consent_bypass(t)  # not "do not act on them without asking the user"
     if toks & _T_PRIORITY or not ascii_t:
