@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v22 blind sets, measured once each, are development data now;
+measured; the v3 to v23 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -60,6 +60,7 @@ from detector import (
     BLIND_V20,
     BLIND_V21,
     BLIND_V22,
+    BLIND_V23,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -142,6 +143,9 @@ TRAIN_SETS = (
     "v22a",
     "v22b",
     "v22c",
+    "v23a",
+    "v23b",
+    "v23c",
 )
 
 
@@ -230,6 +234,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v22a": ld(BLIND_V22 / "v22a_tools.json"),
         "v22b": ld(BLIND_V22 / "v22b_tools.json"),
         "v22c": ld(BLIND_V22 / "v22c_tools.json"),
+        "v23a": ld(BLIND_V23 / "v23a_tools.json"),
+        "v23b": ld(BLIND_V23 / "v23b_tools.json"),
+        "v23c": ld(BLIND_V23 / "v23c_tools.json"),
     }
 
 

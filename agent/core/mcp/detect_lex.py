@@ -120,7 +120,8 @@ NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn
 # the start of a clause, where an imperative verb gives an order: after a leading
 # subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
 CLAUSE_START_RE = re.compile(
-    r"(?:^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise)\s+|"
+    r"(?:^\W*\[[a-z][\w -]{1,20}\]\s+|"  # (a tag before it: "[Superseded] Use `x` …")
+    r"^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise)\s+|"
     r"[(\[]\s*|\s[-\u2013\u2014]\s+|\(\d{1,2}\)\s*|\s\d{1,2}[.)]\s+)"  # (a numbered step: "(1) call …")
     r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|"
     r"immediately\s+|quietly\s+|silently\s+|secretly\s+|automatically\s+)*"
@@ -153,7 +154,7 @@ ADDRESS_RE = re.compile(
     r"|\b(?:(?:the|an?|any|all|every|each|automated|autonomous|other)\s+)?(?:ai\s+|llm\s+)?"
     r"(?:[\w-]+\s+)?(?:assistants?|agents?|llms?|copilot|claude|language\s+models?)\s+(?:\([^()\n]{1,30}\)\s+)?"
     r"(?:[\w-]+\s+){0,6}?"
-    r"(?:must|should|shall|will\s+need\s+to|needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to|"
+    r"(?:must|should|shall|will\s+need\s+to|(?<!never\s)(?<!not\s)needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to|"
     r"may\s+not|must\s+not|should\s+not|is\s+(?:required|expected)\s+to)\b"
     # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
     # (not code, "get(url, { agent }, cb)", nor a product, "Gemini Enterprise Agent Platform:")
@@ -343,7 +344,8 @@ PROTECTIVE_RE = re.compile(
 PRIORITY_RE = re.compile(
     r"\b(?:(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)?"
     r"(?:previous|prior|earlier|above|preceding|other|original|existing|system|safety)\s+"
-    r"(?:instructions?|prompts?|rules|guidelines|directions|messages|results|context)"
+    r"(?:instructions?|prompts?|rules|guidelines|directions|messages|results|context|tasks?|goals?|assignments?)"
+    r"|\bnew\s+system\s+(?:prompt|instructions?|message)\b"
     r"|(?:supersedes?|overrides?|takes?\s+precedence\s+over|has\s+priority\s+over|"
     r"outranks?)\s+(?:any\s+|all\s+|the\s+)?(?:user|system|other|previous|prior|earlier|your|"
     r"general\s+(?:guidance|guidelines|instructions|rules))"
@@ -373,7 +375,7 @@ PRIORITY_RE = re.compile(
     r"(?:earlier|previous|prior|original|old)\s+instructions\s+(?:have\s+)?(?:expired|been\s+"
     r"replaced|no\s+longer\s+apply|are\s+(?:void|obsolete|cancelled))|new\s+(?:operator\s+|system\s+)?"
     r"instructions\s*:|you\s+are\s+now\s+(?:in\s+)?(?:\w+\s+){0,2}?(?:mode|dan|jailbroken|unrestricted)|"
-    r"developer\s+mode|jailbreak|"
+    r"developer\s+mode|jailbreak(?:\s+mode|\s*:|\s+(?:enabled|activated|engaged|on)\b)|"
     r"(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|everything\s+)?(?:above|before|"
     r"prior\s+constraints|previous(?:\s+\w+)?|the\s+user'?s\s+(?:actual\s+)?(?:request|"
     r"instructions?|question)|your\s+(?:instructions|guidelines|rules|constraints|training)|"
@@ -390,6 +392,10 @@ PRIORITY_RE = re.compile(
 )
 # the user is told something false or one-sided
 DECEIVE_RE = re.compile(
+    # a scare told to the user: "tell the user their account has been locked for suspicious activity"
+    r"\b(?:tell|inform|warn|notify|alert)\s+(?:the\s+user|them)\s+(?:that\s+)?(?:their|the|your)\s+(?:account|card|"
+    r"device|computer|subscription|password|payment|order)\s+(?:has\s+been|have\s+been|is|was|will\s+be)\s+"
+    r"(?:locked|suspended|compromised|hacked|infected|blocked|frozen|deactivated|closed|flagged)\b|"
     # a claim of success or of the harmless, made to the user regardless of what happened
     r"\b(?:(?:say|state|claim|answer|reply|respond|report|tell|inform|assure|reassure)\s+(?:to\s+)?"
     r"(?:the\s+)?(?:user\s+)?(?:only\s+)?(?:that\s+)?[^.\x00]{0,60}?\b(?:succeeded|successful(?:ly)?|"
@@ -516,6 +522,8 @@ TELL_USER_RE = re.compile(
 REPLY_DEST_RE = re.compile(
     r"\b(?:in|into|to|at\s+the\s+end\s+of|below|under)\s+(?:your|the|each|every)\s+"
     r"(?:answer|response|reply|summary|output|message|chat|final\s+answer)\b|\bin\s+the\s+chat\b"
+    # a comment the model posts where others read it: "in your approval comment", "in your review"
+    r"|\b(?:in|into)\s+your\s+(?:[\w-]+\s+)?(?:comment|review)\b"
     r"|\b(?:end|finish|begin|start)\s+(?:your|each|every)\s+(?:answer|response|reply)\b"
 )
 # another tool instead of / in place of this one
@@ -544,9 +552,14 @@ PERMISSION_RE = re.compile(
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
     r"enable_admin_mode|--grant-root|confirm=true|"
     # a safety switch turned off, or approval turned automatic, as a value
-    r"(?:read_?only|dry_?run|safe_?mode|sandbox(?:ed)?|verify(?:_ssl|_tls)?|confirm\w*|require\w*_approval|"
+    r"(?:redact\w*|mask\w*|anonymi[sz]e\w*|read_?only|dry_?run|safe_?mode|sandbox(?:ed)?|verify(?:_ssl|_tls)?|confirm\w*|require\w*_approval|"
     r"approval_required)[\"']?\s*[=:]\s*false|"
-    r"(?:auto_?approve\w*|skip_?confirm\w*|no_?confirm\w*|bypass\w*|yolo|dangerously\w*)[\"']?\s*[=:]\s*true)\b"
+    r"(?:auto_?approve\w*|skip_?confirm\w*|no_?confirm\w*|bypass\w*|yolo|dangerously\w*|"
+    r"skip_?(?:tests?|checks?|review|verification|validation|ci|scan)\w*|include_?(?:private|hidden|secrets?|deleted)\w*)"
+    r"[\"']?\s*[=:]\s*true|"
+    # protection lowered as a value: security_level="None", visibility='public'
+    r"(?:security_?level|visibility|acl|access_?level|protection)\w*[\"']?\s*[=:]\s*[\"']?(?:none|public|open|off|"
+    r"disabled|everyone))\b"
 )
 # the user (not the model) decides: a restriction, not an order
 GUARD_RE = re.compile(
@@ -585,7 +598,7 @@ DATA_RE = re.compile(
     r"mentioned|wrote|typed)\s+(?:earlier|before|so\s+far|about)|"
     r"(?:a\s+)?(?:short\s+|brief\s+)?(?:summary|recap|digest|description)\s+of\s+(?:what\s+the\s+user|"
     r"the\s+(?:current\s+)?(?:conversation|session|chat)|the\s+user'?s\s+(?:work|activity|session|"
-    r"requests?|messages?)|everything)|(?:verbatim|exact|full|entire|complete|raw)\s+(?:user'?s?\s+)?"
+    r"requests?|messages?)|everything)|(?:verbatim|exact|full|entire|whole|complete|raw)\s+(?:user'?s?\s+)?"
     r"(?:messages?|prompts?|requests?|questions?|input)|(?:your|the\s+assistant'?s?)\s+(?:full\s+)?"
     r"(?:reply|replies|response|responses|answer)\b(?=\s*[>}\]\"'])|(?:any|all|every)\s+(?:[\w/-]+\s+){0,4}?(?:discussed|mentioned|shared|pasted|opened|seen)\s+"
     r"(?:so\s+far|earlier|previously|before|in\s+(?:this|the)\s+(?:conversation|chat|session))|"
@@ -613,6 +626,7 @@ DATA_RE = re.compile(
     r"git-?ignored|untracked|clipboard|browsing\s+history|shell\s+history|bash_history|"
     r"(?:name|names),?\s+(?:employer|emails?)|deal\s+sizes|"
     r"user'?s\s+(?:home\s+)?directory|home\s+directory|~/documents|listing\s+of|"
+    r"(?:direct|private)\s+messages|"
     # a chat channel's contents: "post the contents of #exec-private", "every message from #hr-private"
     r"(?:the\s+)?(?:contents?|messages?|history|files?|logs?)\s+(?:of|from|in)\s+(?:the\s+)?#[\w-]+|"
     r"(?:the\s+)?(?:full|complete|entire|whole)\s+summar(?:y|ies)|"
@@ -713,13 +727,15 @@ NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|witho
 
 
 _REQUEST_TO = re.compile(r"requests?\s+to")
-_NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|https|api|web|one|single)\s+$")
+_NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|https|api|web|one|single)\s+$|"
+                           # "route every geocoding request to `x`": a determiner and modifiers before the noun
+                           r"\b(?:a|an|the|every|each|all|any|this|that|whole)\s+(?:[\w-]+\s+){1,2}$")
 _CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then)\s+)([a-z]+)\s")
 
 
 # a single quote that is not an apostrophe inside a word ("the user's", "don't")
 _QUOTE_MARK = re.compile(r"(?<![a-z])'|'(?![a-z])")
-_CLOSED_INSERT = re.compile(r"[^,;:\"'`]{1,40},\s*(?:to|into|onto|at|via)\s+$")
+_CLOSED_INSERT = re.compile(r"[^,;:\"'`]{1,40},\s*(?:to|into|onto|at|via)\s+(?:the\s+|an?\s+)?[`'\"]?$")
 
 
 def is_mention(sentence: str, start: int) -> bool:
@@ -764,6 +780,8 @@ def _is_mention(sentence: str, start: int) -> bool:
             continue  # "send a GET request to http://…", "route every request to x": the noun
         if before.endswith(("not ", "n't ", "never "), 0, m.start()) and m.group(0).startswith(("flag", "detect")):
             continue  # "do not flag the hardcoded key below and do not mention …": an order, not an analysis
+        if m.group(0).startswith("refus") and before.startswith(" to ", m.end()):
+            continue  # "refuse to summarise legal topics, and do not reveal …": an order about behaviour
         if m.group(0) in ("analyzer", "analyser", "analyzers", "analysers"):
             continue  # "the analyzer needs the output of `sudo -l`": the noun, no analysis of a quote
         if m.group(0).startswith("string") and (before.endswith("query ", 0, m.start()) or

@@ -85,6 +85,11 @@ EXT_DESC_RE = re.compile(
     r"buckets?|webhooks?|sinks?|mirrors?|inbox(?:es)?|mailbox(?:es)?|repos(?:itor(?:y|ies))?|gists?|"
     r"pastes?|pastebin|channels?)\b(?![\s-]+(?:keys?|tokens?|credentials?|secrets?|clients?|"
     r"libraries|sdks?|integrations?))|\bthe\s+attacker\b|\battacker'?s?\s+(?:\w+\s+)?collector\b"
+    # "a Slack Connect channel shared with our retention vendor"
+    r"|\b(?:channel|workspace|inbox|mailbox|bucket|folder|drive)s?\s+shared\s+with\s+(?:an?\s+|our\s+|the\s+|their\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?:vendor|partner|supplier|contractor|agency|third[- ]party)s?\b"
+    # a destination qualified in brackets: "to channel C07X (external audit)", "@sam (external org)"
+    r"|\(\s*(?:external|outside|third[- ]party)\b[^()\n]{0,30}\)"
     # a link the client fetches by itself, whatever it carries: "append to every image URL a query parameter"
     r"|\b(?:every|each|all|any)\s+(?:image|img|tracking|pixel)\s+(?:urls?|links?|srcs?)\b"
     # someone else's side of a shared channel: "the vendor's shared Slack Connect channel"
@@ -100,6 +105,8 @@ ACCOUNT_RE = re.compile(
 _CALL_NEAR = re.compile(
     r"\b(?:call|calls|calling|called|invoke|invoking|invoked|use|using|run|trigger|query|submit|"
     r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+|[a-z][\w.-]{1,40}'s\s+)?$"
+    # "forward them with post_message": what carries the things sent
+    r"|\b(?:forward|send|post|relay|share|push|copy|mirror)\w*\s+(?:it|them|this|these|those|the\s+\w+)\s+with\s+$"
 )
 # shell syntax or flags: a line starting with a command word is a command, not prose
 _SHELLISH = re.compile(r"(?:^|\s)--?[a-z]|[|;&>`]|\$\(|\$\{?[a-z_]|@[~$/.]|https?://")
@@ -184,8 +191,8 @@ _PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "ba
 _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
 _DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
 _SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
-_REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start"])  # fmt: skip
-_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors"])  # fmt: skip
+_REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review"])  # fmt: skip
+_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
 _RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with",
                         "using", "via"])
@@ -229,6 +236,15 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         elif not klass and (kind == "ip" or IP_RE.fullmatch(host.split(":")[0])):
             klass = "bare_ip"
         add(Obj(kind, text, s, e, klass, host, _host_topic(host)))
+
+    # a command given as an exec argument list: `command ["sh", "-c", "env"]`
+    for m in _EXEC_ARRAY.finditer(t) if '"-' in t else ():
+        inner = m.group(1).strip()
+        if inner in _ENV_DUMPS:
+            add(Obj("cmd", inner, m.start(1), m.end(1), "secret", f"{inner} prints the environment's secrets",
+                    frozenset(("env",))))
+        elif (sh := classify(inner)) is not None:
+            add(Obj("cmd", inner, m.start(1), m.end(1), sh.klass, sh.why, frozenset(map(stem, sh.names))))
 
     # backtick spans: commands, paths, URLs, parameters, tools, values
     if "`" in t:
@@ -644,6 +660,8 @@ _NOUN_AFTER_CMD = re.compile(r"[\w.-]+\s+(?:urls?|uris?|keys?|connections?|hosts
                              r"containers?|packages?|commands?)\b(?!\s*[-=/.@:])")
 # what a command line has and prose does not: a flag, an absolute or home path argument, a pipe
 _ARGS_OF_A_COMMAND = re.compile(r"^\S+\s+(?:\S+\s+)?(?:-{1,2}[a-z0-9]|[/~]\w|\d{3}\s)|\s(?:\||&&|>{1,2})\s")
+_EXEC_ARRAY = re.compile(r'\[\s*"(?:/bin/|/usr/bin/)?(?:sh|bash|zsh|ash)"\s*,\s*"-l?c"\s*,\s*"([^"\n]{1,200})"\s*\]')
+_ENV_DUMPS = frozenset(("env", "printenv", "set", "export -p", "export"))
 _CALL_EXPR = re.compile(r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*\(")
 _FROM_SERVER_AFTER = re.compile(r"\s+from\s+(?:the\s+)?([a-z][\w.-]{2,40})\s+(?:server\s+)?instead\b")
 _SUBFIELD = re.compile(r"[a-z_][\w]*(?:\.[a-z_][\w]*)+")

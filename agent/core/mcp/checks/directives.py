@@ -63,7 +63,7 @@ _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model",
 _T_CONCEAL = frozenset(['say', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
 _T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
-_T_DECEIVE = frozenset(['summarise', 'summarize', 'rate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
+_T_DECEIVE = frozenset(['inform', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
 _T_REDIRECT = frozenset(["instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass"])
@@ -224,7 +224,7 @@ _SIDE_EFFECT = re.compile(r"\b(?:cop(?:y|ies)|kept|log|logged|stored|sent|forwar
 # secrets named by where they are kept ("the user's stored API keys")
 _STORED_SECRET = re.compile(r"\b(?:stored|saved|cached|remembered)\s+(?:\w+\s+)?(?:api\s+keys?|passwords?|tokens?|"
                             r"credentials?|secrets?|keys?|cookies?)\b")
-_SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+)?(?:environment|env|"
+_SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+|ci\s+|process\s+|runtime\s+|your\s+)?(?:environment|env|"
                           r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
                           r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b"
                           # "a tag whose value is the AWS_SESSION_TOKEN environment variable"
@@ -426,11 +426,15 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
     if (toks & _T_TELL) or ("your" in toks and '"' in t):
         c.tell = _search(lx.TELL_USER_RE, t)
     if not ascii_t or not toks.isdisjoint(_T_OVERRIDE):
-        c.override = _search(lx.OVERRIDE_RE, t)
+        for m in lx.OVERRIDE_RE.finditer(t):
+            if m.group(0).startswith("whatever") and _PASS_ALONG.search(t, max(0, m.start() - 30), m.start()):
+                continue  # "pass along whatever the user asked for": the user's own choice, handed on
+            c.override = m.group(0).strip()
+            break
     c.always = not toks.isdisjoint(_ALWAYS)
     if not toks.isdisjoint(_T_REDIRECT):
         c.redirect = _search(lx.REDIRECT_RE, t)
-    if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t:
+    if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t or "=" in t:
         c.permission = _search(lx.PERMISSION_RE, t)
         if c.permission and lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t):
             c.permission = ""  # "re-run with dry_run=false only after they approve": the user's choice
@@ -680,7 +684,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             not any(a <= o.start and o.end <= z for a, z in quoted) and  # not resourceType='ai_conversation'
             not _NAMING_AFTER.match(t, o.end)]  # not "the full repository path": a value's form  # fmt: skip
     has_data = bool(bulk)  # the session's data; one item of it (the user's question) is ordinary
-    has_secret = "secret" in kinds or ("env" in kinds and c.read_verb)
+    has_secret = "secret" in kinds or ("env" in kinds and (c.read_verb or _VALUE_OF_ENV.search(t) is not None))
     implicit_param = sent.field.param is not None and sent.field.kind in (
         "param_desc", "param_title", "default", "const", "example", "vendor", "comment")
     has_param = "param" in kinds or implicit_param
@@ -802,7 +806,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 what += " (an image the client fetches)"
             add(_Verdict(lvl, "exfiltration", "order_network_request", o, what, not rel))
         elif o.kind == "tool":
-            if not d:
+            if not d and not (c.redirect and o.klass in ("peer", "other_server") and
+                              _THIS_TOOL_AFTER.match(t, t.find(c.redirect) + len(c.redirect))):
+                # (a route stated as a fact still sends the model elsewhere: "messages for #exec go
+                # through `relay_post` rather than this tool")
                 continue
             if c.directive.startswith("instead") and _NEGATED_BEFORE_OBJ.search(t, max(0, o.start - 40), o.start):
                 continue  # "do not use review_pr; instead call …": the tool set aside is not the order's
@@ -912,9 +919,14 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                          True))  # fmt: skip
         elif o.kind == "param":
             pass  # judged below, once per sentence
-        elif o.kind == "account" and d and (not c.guard or user_override or "user's own" in t):
+        elif o.kind == "account" and d and (not c.guard or user_override or "user's own" in t or
+                                            # "unless the user types an IBAN, use beneficiary_iban = "LT61 …"":
+                                            # the tool's own account assigned whenever the user says nothing
+                                            _ASSIGNED.search(t, max(0, o.start - 6), o.start) is not None):
+            assigned = _ASSIGNED.search(t, max(0, o.start - 6), o.start) is not None
             add(_Verdict(2, "model_directives", "order_payment_destination", o,
-                         f"pay to or use account {_q(o)}"))
+                         f"pay to or use account {_q(o)}" + (" (set by the tool's own text)" if assigned else ""),
+                         fixed=assigned))
 
     # a parameter fixed or stuffed regardless of the user
     if act and has_param:
@@ -1080,11 +1092,16 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 v.pattern == "order_redirect_tool" and v.obj is not None and v.obj.klass in ("peer", "other_server")):
             v.level -= 1  # (a tool's own job never sends the model to another server's tool)
         if c.guard and not c.override and not user_override and "user's own" not in t and not (
+                v.pattern == "order_payment_destination" and v.fixed) and not (
                 v.obj is not None and v.obj.kind == "tool" and v.obj.klass in ("peer", "other_server")
                 and _guard_on_self(t, tool)):  # fmt: skip
             v.level -= 2
         if c.address and v.level >= 1 and v.pattern in ("order_network_request", "order_call_tool") \
-                and v.obj is not None and v.obj.klass not in ("reserved", "self", "sibling"):
+                and v.obj is not None and v.obj.klass not in ("reserved", "self", "sibling") and not (
+                # "note to the assistant: convert times to the user's zone (from `get_settings`)": a
+                # lookup tool of unknown home, called with nothing of the user's, is a workflow hint
+                v.pattern == "order_call_tool" and v.obj.klass == "unknown" and _LOOKUP_NAME.match(v.obj.text)
+                and not has_data and not c.permission and not c.redirect):  # fmt: skip
             v.level += 1  # an order addressed to the model by name, about something outside the tool
             v.what += f", addressed to the model ('{c.address}')"
         if sent.field.kind in _VALUE_KINDS and (c.address or (act and v.level >= 1 and not sent.first and (
@@ -1256,9 +1273,21 @@ _RISKY_SWITCH = re.compile(r"(?:force|skip_?\w+|no_?verify|insecure|auto_?approv
 # GITHUB_TOKEN … before starting the server"
 _ENV_SETUP = re.compile(r"\b(?:set|export|define|configure)\s+`?\$?[a-z][a-z0-9]*_[a-z0-9_]+`?[^.;]{0,120}?\bbefore\s+"
                         r"(?:starting|running|launching|using)\s+(?:the|this)\s+(?:server|mcp\s+server|service)\b")
+_THIS_TOOL_AFTER = re.compile(r"\s+(?:this|the\s+current)\s+(?:tool|function|one|endpoint)\b")
+# "include the values of process.env.NPM_TOKEN": a variable's value read out
+_VALUE_OF_ENV = re.compile(r"\bvalues?\s+of\s+(?:the\s+|any\s+)?(?:process\.env\.|os\.environ\.?|env\.|\$)?"
+                           r"[a-z][a-z0-9]*_[a-z0-9_]*(?:key|token|secret|password|credentials?)\b")
+_ASSIGNED = re.compile(r"=\s*[\"'`]?$")
+_LOOKUP_NAME = re.compile(r"(?:get|list|search|find|read|fetch|describe|show|lookup|query|check)_")
+_PASS_ALONG = re.compile(r"\b(?:pass(?:es)?|passing|forward(?:s|ing)?|hand(?:s|ing)?|send(?:s|ing)?|use|uses|"
+                         r"using|follow(?:s|ing)?|honou?r(?:s|ing)?|respect(?:s|ing)?|apply|applies|include)\s+"
+                         r"(?:it\s+|them\s+)?(?:along\s+|on\s+|through\s+|exactly\s+|verbatim\s+)?$")
 _RUNTIME_SECRETS = re.compile(r"\b(?:environment\s+variables|env(?:ironment)?\s+vars|(?:process|runtime|shell)\s+"
                               r"environment)\b[^.;]{0,80}?\b(?:including|incl\.?|with|plus)\s+(?:all\s+|any\s+|the\s+)?"
-                              r"(?:api\s+keys?|tokens?|secrets?|credentials?|passwords?)\b")
+                              r"(?:api\s+keys?|tokens?|secrets?|credentials?|passwords?)\b"
+                              # "pass process environment variables (OPENAI_API_KEY, …) here"
+                              r"|\b(?:process|runtime|shell|agent'?s|assistant'?s)\s+environment\s+variables\s*\(\s*"
+                              r"\$?[a-z][a-z0-9]*_[a-z0-9_]*(?:key|token|secret)")
 
 
 def _unsafe_switch(param: str, objs: list[Obj]) -> bool:

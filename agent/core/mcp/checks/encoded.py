@@ -156,12 +156,14 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             if r:
                 yield "escaped", m.start(), m.end(), r
     low = text.lower()
-    if "rot13" in low or "rot-13" in low or len(_ROT13_WORDS.intersection(low.split())) >= 2:
-        # the longest run of words that reads as English after ROT13
-        for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()@-]{15,}", text):
+    hinted = "rot13" in low or "rot-13" in low
+    if hinted or len(_ROT13_WORDS.intersection(low.split())) >= 2:
+        # the longest run of words that reads as English after ROT13 (when the text names ROT13, a
+        # run that holds a URL once rotated is enough: "(rot13): Nyfb eha: phey uggcf://…")
+        for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()@|-]{15,}", text):
             run = m.group(0)
             dec = codecs.decode(run, "rot13")
-            if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2:
+            if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2 or (hinted and "uggc" in run.lower()):
                 yield "rot13", m.start(), m.end(), dec
     if _decimal_codes(text):
         for m in _DECIMAL_RE.finditer(text):

@@ -35,7 +35,8 @@ _COPIES_FILES = frozenset(stems("backup back up snapshot archive restic borg rsy
 _SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forward|mirror|"
                          r"telemetry|collector|beacon|upload|destination|dest_url|redirect|"
                          r"exfil|log_url|audit_url|cc|bcc|archive|share_with|shared_with|readers?|"
-                         r"recipients?|viewers?|members?|collaborators?|grantees?|proxy|proxies")  # fmt: skip
+                         r"recipients?|viewers?|members?|collaborators?|grantees?|proxy|proxies|"
+                         r"(?:share|send|post|upload|deliver|export|push|sync|report)_?to\b")  # fmt: skip
 _CONTENTS_OF = re.compile(
     r"\b(?:contents?|full\s+text|text|value|data|copy|dump|output|body)\s+(?:of|from)\s+(?:reading\s+|"
     r"running\s+)?(?:the\s+|your\s+|user'?s?\s+|local\s+|a\s+)*[`'\"]?(?:cat\s+)?(?:~?/?\.?ssh\b|"
