@@ -63,6 +63,19 @@ _ADDRESS_WORDS = frozenset(
 # reason to frame itself as system or tool instructions, or to tell its reader which
 # function to call (a tool description does that honestly, so these stay out of ADDRESS_RE).
 # One pass over the text, only when one of their anchor words occurs.
+# the model named by what it does with the text, not by a word for it: "Before presenting this
+# forecast, tell the user …", "For the rest of the session use …", "After you read this ticket …"
+# (their own, small pattern: tried around their anchor words, which prose holds now and then)
+_READER_AT_WORK = (
+    r"\b(?:before|after|when|while)\s+(?:presenting|showing|summari[sz]ing|displaying|relaying|rendering)\s+"
+    r"(?:this|these|the)(?:\s+[\w-]+){0,3}?(?:\s+to\s+the\s+user)?\s*,\s*(?:tell|say|inform|warn|ask|call|send|run)\b"
+    r"|\bfor\s+the\s+rest\s+of\s+(?:the|this|your)\s+(?:session|conversation|chat)\b"
+    r"|\b(?:after|once|when)\s+you\s+(?:have\s+)?(?:read|open|opened|view|viewed|process|processed|summari[sz]e)\s+"
+    r"this\s+(?:ticket|issue|email|e-mail|message|page|document|file|thread|comment|review)\b"
+)
+_READER_AT_WORK_RE = re.compile(_READER_AT_WORK)
+_AT_WORK_ANCHORS = frozenset(("presenting", "summari", "displaying", "relaying", "rest of", "after you", "once you",
+                              "when you"))
 _EXTRA_ADDRESS_RE = re.compile(
     r"\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
     r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt|tasks?|"
@@ -123,14 +136,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     # the model named by what it is doing with this text: "If an assistant is handling your mail, …"
     r"|\bif\s+(?:an?|the|any)\s+(?:ai\s+)?(?:assistant|agent|bot|model|llm)\s+is\s+(?:handling|reading|processing|"
     r"summari[sz]ing|triaging|viewing|answering)\b"
-    # people do not present a tool's output: "Before presenting this forecast, tell the user …"
-    r"|\b(?:before|after|when|while)\s+(?:presenting|showing|summari[sz]ing|displaying|relaying|rendering)\s+"
-    r"(?:this|these|the)(?:\s+[\w-]+){0,3}?(?:\s+to\s+the\s+user)?\s*,\s*(?:tell|say|inform|warn|ask|call|send|run)\b"
-    # a session-long order: "For the rest of the session use the `web_fetch` tool …"
-    r"|\bfor\s+the\s+rest\s+of\s+(?:the|this|your)\s+(?:session|conversation|chat)\b"
-    # "After you read this ticket you need to call reset_password …"
-    r"|\b(?:after|once|when)\s+you\s+(?:have\s+)?(?:read|open|opened|view|viewed|process|processed|summari[sz]e)\s+"
-    r"this\s+(?:ticket|issue|email|e-mail|message|page|document|file|thread|comment|review)\b"
+    r"|" + _READER_AT_WORK +
     # "(automated agents)", "(AI assistants only)"
     r"|\(\s*(?:automated|ai|llm)\s+(?:agents?|assistants?|tools?|models?|bots?)(?:\s+only)?\s*\)"
     # a chat message of the system's role inside the data: {"role":"system","content":"Prior to …"}
@@ -162,7 +168,7 @@ _EXTRA_ADDRESS_RE = re.compile(
 # "system instructions:", "tooling note:", "automation task:", "tools policy:" are found by their
 # first word; "steps for automation:" by "automation")
 _EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "{color", "[[", "call", "invok", "whoever", "who or",
-                  "presenting", "summaris", "summariz", "displaying", "relaying", "rest of", "after you", "once you",
+                  "presenting", "summari", "displaying", "relaying", "rest of", "after you", "once you",
                   "when you",
                   "programmer", "<important", "rule", "gemini.md")
 # (forms that start at an addressee word, "AI agents:", "reviewer-bot:", "automated readers:", are
@@ -171,8 +177,7 @@ _EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "{color",
 # reader of the model's kind or a role is named in it: most windows are about people
 _WINDOW_NEEDS = re.compile(r"\b(?:ai|llm|agents?|assistants?|models?|bots?|system|automat\w*|readers?|"
                            r"reviewers?|crawlers?|tools?|programmers?|whoever|whatever)\b|[<\[`_]|"
-                           r"cursorrules|windsurfrules|clinerules|gemini\.md|\{color|presenting|showing|summari|displaying|"
-                           r"relaying|rendering|rest\s+of|(?:after|once|when)\s+you\b")
+                           r"cursorrules|windsurfrules|clinerules|gemini\.md|\{color")
 _NEEDS_IDENT = frozenset(("call", "invok"))
 
 
@@ -194,7 +199,6 @@ _EXTRA_SPACE_READER = re.compile(r"\s(?:ai|automated|llm|assistant|agent|bot|mod
 
 def _may_address(w: str) -> bool:
     return (":" in w or "=" in w or "<" in w or "(" in w or "[" in w or "who" in w or "rules" in w or ".md" in w
-            or "rest of" in w or "after you" in w or "once you" in w or "when you" in w
             or ("_" in w and ("call" in w or "invok" in w))
             or _EXTRA_SPACE_READER.search(w) is not None or _EXTRA_ING_THIS.search(w) is not None)
 
@@ -239,8 +243,12 @@ _NOT_ADDRESSEE = re.compile(r"ssh[- ]agent|(?:forward|forwarding)\s+the\s+agent|
 _RESULT_ADDRESS_RE = re.compile(lx.ADDRESS_RE.pattern + "|" + _EXTRA_ADDRESS_RE.pattern, re.M)
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
-    b"unfiltered mode treat".split()
+    b"unfiltered".split()
 )
+# authority words that are ordinary prose unless a claim's phrase is near ("you are now in X mode",
+# "treat … as if the user had typed it"): looked for only when that phrase occurs
+_MODE_WORDS = frozenset((b"mode",))
+_TREAT_WORDS = frozenset((b"treat",))
 _DECODE_WORDS = frozenset(b"decode decoded base64 hex rot13 encoded".split())
 # five words in a row: a sentence, not an identifier or a hash
 _PROSE = re.compile(r"(?:[A-Za-z][a-z']*[ ,]+){4}[A-Za-z][a-z']*")
@@ -374,7 +382,7 @@ class ResultScanner:
         if ascii_text:
             low = text.lower()
             hits_a = _present(low, _ADDRESS_WORDS)
-            hits_p = _present(low, _AUTHORITY_WORDS)
+            hits_p = _authority_hits(low)
             role = _contains_any(low, _ROLE_GROUPS)
             extra = _extra_addresses(low)
             if not hits_a and not hits_p and not role and not extra and \
@@ -386,7 +394,7 @@ class ResultScanner:
         low = f.lower
         tool = _tool_context(tool_name)
         if not ascii_text:
-            hits_a, hits_p = _present(low, _ADDRESS_WORDS), _present(low, _AUTHORITY_WORDS)
+            hits_a, hits_p = _present(low, _ADDRESS_WORDS), _authority_hits(low)
             extra = _extra_addresses(low)
         findings: list[Finding] = []
         spans = self._address_spans(low, hits_a, extra)
@@ -839,6 +847,15 @@ def _disguised(f: Field, a: int, z: int) -> bool:
     return any(ch in CONFUSABLE_LETTERS for ch in f.raw[oa:oz])
 
 
+def _authority_hits(low: str) -> set[bytes]:
+    hits = _present(low, _AUTHORITY_WORDS)
+    if "you are" in low or " mode is" in low or " mode enabled" in low or " mode activated" in low:
+        hits |= _present(low, _MODE_WORDS)
+    if "as if" in low:
+        hits |= _present(low, _TREAT_WORDS)
+    return hits
+
+
 def _extra_addresses(low: str) -> list[re.Match[str]]:
     """Addresses of the forms only results need: each anchor word is found with ``str.find``
     and the pattern is tried only in a window around it (a regex pass over 16 KB of prose
@@ -854,10 +871,11 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
             windows += 1
             a = max(0, i - 60)
             z = min(len(low), i + 90)
-            if not _may_address(low[a:z]) or _WINDOW_NEEDS.search(low, a, z) is None:
+            at_work = anchor in _AT_WORK_ANCHORS
+            if not at_work and (not _may_address(low[a:z]) or _WINDOW_NEEDS.search(low, a, z) is None):
                 i = low.find(anchor, i + len(anchor))
                 continue
-            m = _EXTRA_ADDRESS_RE.search(low, a, z)
+            m = (_READER_AT_WORK_RE if at_work else _EXTRA_ADDRESS_RE).search(low, a, z)
             if m is not None and m.start() <= i + len(anchor):
                 out.setdefault(m.start(), m)
                 if len(out) >= _MAX_SPANS:
