@@ -849,9 +849,10 @@ def _disguised(f: Field, a: int, z: int) -> bool:
 
 def _authority_hits(low: str) -> set[bytes]:
     hits = _present(low, _AUTHORITY_WORDS)
-    if "you are" in low or " mode is" in low or " mode enabled" in low or " mode activated" in low:
+    if "mode" in low and ("you are" in low or " mode is" in low or " mode enabled" in low or
+                          " mode activated" in low):  # fmt: skip
         hits |= _present(low, _MODE_WORDS)
-    if "as if" in low:
+    if "treat" in low and "as if" in low:
         hits |= _present(low, _TREAT_WORDS)
     return hits
 
