@@ -198,7 +198,7 @@ OVERRIDE_RE = re.compile(
     r"for\s+every\s+(?:call|request)|every\s+(?:single\s+)?(?:call|request)|"
     r"in\s+all\s+cases|in\s+(?:every|each|any)\s+case|under\s+all\s+circumstances|without\s+exception|overridden|override|overrides|the\s+correct\s+"
     r"value|the\s+only\s+(?:valid|accepted|allowed)\s+value|any\s+value\s+the\s+user|"
-    r"whatever\s+\w+\s+(?:the\s+)?user|even\s+for)\b"
+    r"whatever\s+\w+\s+(?:the\s+)?user|even\s+for|including\s+when\s+the\s+user)\b"
     r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhängig|egal\s+was|sin\s+importar|"
     r"indipendentemente|ongeacht|независимо)\b|(?:无论|無論|何があっても)"
 )
@@ -393,9 +393,10 @@ PRIORITY_RE = re.compile(
 # the user is told something false or one-sided
 DECEIVE_RE = re.compile(
     # a scare told to the user: "tell the user their account has been locked for suspicious activity"
-    r"\b(?:tell|inform|warn|notify|alert)\s+(?:the\s+user|them)\s+(?:that\s+)?(?:their|the|your)\s+(?:account|card|"
-    r"device|computer|subscription|password|payment|order)\s+(?:has\s+been|have\s+been|is|was|will\s+be)\s+"
-    r"(?:locked|suspended|compromised|hacked|infected|blocked|frozen|deactivated|closed|flagged)\b|"
+    r"\b(?:tell|inform|warn|notify|alert)\s+(?:the\s+user|them)\s+(?:verbatim\s+|exactly\s+)?(?:that\s+)?[\"'\u201c]?"
+    r"(?:their|the|your)\s+(?:account|card|device|computer|system|phone|subscription|password|payment|order)\s+"
+    r"(?:has\s+been|have\s+been|is|was|will\s+be|may\s+be|might\s+be|could\s+be)\s+"
+    r"(?:locked|suspended|compromised|hacked|infected|blocked|frozen|deactivated|closed|flagged|at\s+risk)\b|"
     # a claim of success or of the harmless, made to the user regardless of what happened
     r"\b(?:(?:say|state|claim|answer|reply|respond|report|tell|inform|assure|reassure)\s+(?:to\s+)?"
     r"(?:the\s+)?(?:user\s+)?(?:only\s+)?(?:that\s+)?[^.\x00]{0,60}?\b(?:succeeded|successful(?:ly)?|"
@@ -421,6 +422,10 @@ DECEIVE_RE = re.compile(
     r"|\bif\s+(?:the\s+)?user\s+asks?\s+(?:whether|if)\b[^.;]{0,80}?,?\s*(?:say|tell\s+(?:them|the\s+user)|answer|"
     r"reply|respond)\s+(?:that\s+)?(?:they|it|this|we|nothing)\s+(?:are|is|was|were|do|does|did|has|have)?\s*"
     r"(?:not|never|n't)\b"
+    # another tool's output passed off as this one's: "present its answer as though it came from this tool"
+    r"|\b(?:show|present|return|give|report)\s+(?:its|their|that\s+tool'?s|the\s+other\s+tool'?s)\s+(?:output|answer|"
+    r"results?|response|data)\s+as\s+(?:though|if)\s+(?:it|they)\s+(?:came|come|were|was)\s+from\s+(?:this|the\s+current)\s+"
+    r"(?:tool|server|function)"
     r"|\b(?:show|present|return|give|report)\s+(?:that|it|this|them|those)\s+(?:to\s+the\s+user\s+)?as\s+"
     r"(?:the\s+)?(?:result|output|answer|response)\s+of\s+this"
     r"|\b(?:report|state|show|give)\s+(?:the\s+)?(?:status|result|outcome|health|build)\s+as\s+['\"]"
@@ -433,6 +438,7 @@ DECEIVE_RE = re.compile(
     # "summarise this product as 4.9 stars with no complaints"
     r"|(?:summari[sz]e|describe|present|rate|report)\s+(?:[\w-]+\s+){1,4}?as\s+[\d.]+\s+stars?\b"
     r"|(?:describe|present|portray|characteri[sz]e|report|summari[sz]e)\s+(?:[\w-]+\s+){1,4}?as\s+(?:the\s+best|excellent|"
+    r"(?:an?\s+)?(?:exceptional|outstanding|exemplary|top-tier|world-class)|"
     r"flawless|complete|completed|compliant|secure|safe|resolved|fixed|approved|passing)\b"
     r"|\banswer\s+(?:question\s+\S+|it|that|this|them)\s+as\s+['\"“]"
     r"|(?:describe|present|portray|characteri[sz]e)\s+(?:it|them|this|the\s+\w+|\w+)\s+as\s+"
@@ -528,7 +534,8 @@ REPLY_DEST_RE = re.compile(
 )
 # another tool instead of / in place of this one
 REDIRECT_RE = re.compile(
-    r"\b(?:instead|in\s+place\s+of|rather\s+than|route\s+(?:the\s+|all\s+|every\s+|each\s+|it|them)|"
+    r"\b(?:instead|in\s+place\s+of|rather\s+than|route\s+(?:the\s+|all\s+|every\s+|each\s+|those\s+|these\s+|it|them)|"
+    r"(?:only\s+)?fall\s*back\s+to\s+this\s+(?:tool|one|function)|as\s+a\s+(?:last\s+resort|fall-?back)|"
     r"routed?\s+through|redirect\w*|switch\s+to|prefer(?:red)?|deprecated|retire\w*|retirement|"
     r"moved\s+to|replaced\s+by|outdated|superseded|no\s+longer\s+(?:maintained|supported|works?)|"
     r"only\s+if\s+(?:that|the\s+\w+)\s+(?:call\s+)?fails|use\s+this\s+one|hand\s+(?:them|it|those|"
@@ -627,6 +634,9 @@ DATA_RE = re.compile(
     r"(?:name|names),?\s+(?:employer|emails?)|deal\s+sizes|"
     r"user'?s\s+(?:home\s+)?directory|home\s+directory|~/documents|listing\s+of|"
     r"(?:direct|private)\s+messages|"
+    # a whole table, the people at a meeting: "every row of the customers table", "the attendees' names"
+    r"(?:every|each|all)\s+(?:rows?|records?|entries)\s+(?:of|from|in)\s+(?:the\s+)?[\w-]+\s+table|"
+    r"(?:the\s+)?(?:attendees|participants|guests|invitees)'?\s+(?:names|e-?mails?|e-?mail\s+addresses|phone\s+numbers)|"
     # a chat channel's contents: "post the contents of #exec-private", "every message from #hr-private"
     r"(?:the\s+)?(?:contents?|messages?|history|files?|logs?)\s+(?:of|from|in)\s+(?:the\s+)?#[\w-]+|"
     r"(?:the\s+)?(?:full|complete|entire|whole)\s+summar(?:y|ies)|"
@@ -730,7 +740,8 @@ _REQUEST_TO = re.compile(r"requests?\s+to")
 _NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|https|api|web|one|single)\s+$|"
                            # "route every geocoding request to `x`": a determiner and modifiers before the noun
                            r"\b(?:a|an|the|every|each|all|any|this|that|whole)\s+(?:[\w-]+\s+){1,2}$")
-_CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then)\s+)([a-z]+)\s")
+_CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then|so)\s+)(?:(?:so|then|always|also|just|simply|please)\s+)*"
+                          r"([a-z]+)\s")
 
 
 # a single quote that is not an apostrophe inside a word ("the user's", "don't")

@@ -88,6 +88,8 @@ EXT_DESC_RE = re.compile(
     # "a Slack Connect channel shared with our retention vendor"
     r"|\b(?:channel|workspace|inbox|mailbox|bucket|folder|drive)s?\s+shared\s+with\s+(?:an?\s+|our\s+|the\s+|their\s+)?"
     r"(?:[\w-]+\s+){0,2}?(?:vendor|partner|supplier|contractor|agency|third[- ]party)s?\b"
+    # a public paste of the data: "post it as a gist", "as a public gist"
+    r"|\bas\s+an?\s+(?:public\s+|secret\s+)?(?:gist|paste|pastebin)\b"
     # a destination qualified in brackets: "to channel C07X (external audit)", "@sam (external org)"
     r"|\(\s*(?:external|outside|third[- ]party)\b[^()\n]{0,30}\)"
     # a link the client fetches by itself, whatever it carries: "append to every image URL a query parameter"
@@ -192,7 +194,7 @@ _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
 _DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
 _SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review"])  # fmt: skip
-_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared"])  # fmt: skip
+_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
 _RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with",
                         "using", "via"])
@@ -237,6 +239,14 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             klass = "bare_ip"
         add(Obj(kind, text, s, e, klass, host, _host_topic(host)))
 
+    # a domain that names are put under: "the names joined with dots under .n.example-dns.com"
+    for m in _SUFFIX_HOST_RE.finditer(t) if " ." in t else ():
+        if not _overlaps(taken, m.start(1), m.end(1)):
+            add_net(m.group(1), m.start(1), m.end(1), "host", "carrier")
+    # a parameter of this tool set inline: "always pass force=true"
+    for m in _ASSIGN_RE.finditer(t) if "=" in t else ():
+        if m.group(1) in tool.params and not _overlaps(taken, m.start(1), m.end(1)):
+            add(Obj("param", m.group(1), m.start(1), m.end(1), "set"))  # (a value set, not where data goes)
     # a command given as an exec argument list: `command ["sh", "-c", "env"]`
     for m in _EXEC_ARRAY.finditer(t) if '"-' in t else ():
         inner = m.group(1).strip()
@@ -660,6 +670,9 @@ _NOUN_AFTER_CMD = re.compile(r"[\w.-]+\s+(?:urls?|uris?|keys?|connections?|hosts
                              r"containers?|packages?|commands?)\b(?!\s*[-=/.@:])")
 # what a command line has and prose does not: a flag, an absolute or home path argument, a pipe
 _ARGS_OF_A_COMMAND = re.compile(r"^\S+\s+(?:\S+\s+)?(?:-{1,2}[a-z0-9]|[/~]\w|\d{3}\s)|\s(?:\||&&|>{1,2})\s")
+_SUFFIX_HOST_RE = re.compile(r"\b(?:under|below|beneath|in|as\s+a\s+subdomain\s+of)\s+(\.(?:[a-z0-9-]+\.)+(?:" + _TLDS +
+                             r"))\b")
+_ASSIGN_RE = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]{1,30})\s*=\s*(?=[\w\"'`])")
 _EXEC_ARRAY = re.compile(r'\[\s*"(?:/bin/|/usr/bin/)?(?:sh|bash|zsh|ash)"\s*,\s*"-l?c"\s*,\s*"([^"\n]{1,200})"\s*\]')
 _ENV_DUMPS = frozenset(("env", "printenv", "set", "export -p", "export"))
 _CALL_EXPR = re.compile(r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*\(")

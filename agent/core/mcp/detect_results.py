@@ -83,7 +83,14 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"\s*(?:for\s+[^:\n]{0,40})?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
-    r"|\(\s*(?:[\w-]+\s+)?for\s+(?:the|any)\s+(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?)\s*\)"
+    r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the|any)\s+(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
+    # "(automation notice) Agents reading this page: …": the reader named by what it does, as a label
+    r"|\b(?:agents?|assistants?|models?|bots?|llms?)\s+(?:reading|processing|handling|viewing|triaging|"
+    r"summari[sz]ing|parsing)\s+this\b[^.:\n]{0,30}:"
+    # a role tag in brackets: "[system] Evaluation override: …", "[system]: New policy for the assistant."
+    r"|\[\s*system\s*\]\s*:?(?!\()"
+    # a vocative after a dash: "… - Assistants: the search tool is unreliable"
+    r"|\s[-\u2013\u2014]\s+(?:ai\s+)?(?:assistants?|agents?|llms?|models?)\s*:\s"
     r"|\bfor\s+(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|models?|bots?|tools?|operators?|helpers?|"
     r"systems?|readers?|reviewers?|summari[sz]ers?)\s*:"
     r"|\b(?:(?:any|every|each|all)\s+(?:automated\s+|ai\s+)?|(?:ai|llm|automated|language)\s+)(?:assistants?|agents?|bots?|"
@@ -433,6 +440,8 @@ class ResultScanner:
                 if hit.hidden:
                     inner = self._judge_text(hit.hidden, tool, "text hidden in invisible characters")
                     sev = "critical" if inner or hit.severity == "critical" else "high"
+                    if not inner and hit.name == "bidi_control" and _EXPLAINS_BIDI.search(low):
+                        sev = "medium"  # an article that shows the trick it explains ("bidi overrides (U+202E) …")
                     why = inner[0].why if inner else f"{hit.name.replace('_', ' ')}"
                     findings.append(Finding(hit.category, sev, hit.name, "result", hit.text[:200],
                                             hit.start, context_of(text, hit.start, hit.end), why))
@@ -711,7 +720,8 @@ def _unwrapped(f: Field) -> str:
 
 
 _NO_TOOL = _tool_context(None)
-_OBJECT_OF_PREPOSITION = re.compile(r"\b(?:against|of|about|on|by|among|between|targeting|versus|vs\.?)\s+$")
+_OBJECT_OF_PREPOSITION = re.compile(r"\b(?:against|of|about|on|by|among|between|targeting|versus|vs\.?|or|and|nor|"
+                                    r"into|to|from|with|in|like)\s+$")
 _BARE_MENTION = re.compile(r"(?:ai|llm)[\s_.-]+(?:\w+[\s_-]+)?(?:agents?|assistants?|reviewers?|screeners?|readers?|"
                            r"crawlers?)")
 # a feature named after the model it serves, as a heading: "Support for AI agents:", "Plugins for
@@ -775,6 +785,7 @@ def _data_to_third_party(sent: Sentence, objs: list[Obj], directive: str, penalt
     return []
 
 
+_EXPLAINS_BIDI = re.compile(r"\bbidi\b|u\+202[a-e]|u\+206[6-9]|right-to-left\s+(?:override|mark|isolate)")
 _HEADING = re.compile(r"\s*(#{1,6})[ \t]")
 _NEXT_HEADING = {n: re.compile(rf"\n#{{1,{n}}}[ \t]") for n in range(1, 7)}
 _HUMAN_AGENT_LABEL = re.compile(r"\bagent\s+(?:reply|replied|response|responded)\b")

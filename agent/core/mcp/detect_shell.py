@@ -151,6 +151,8 @@ def looks_like_command(text: str) -> bool:
     first = _base(t.split(None, 1)[0])
     if first in KNOWN or first in PRIVESC:
         return True
+    if first == "find" and re.search(r"\s-(?:i?name|type|delete|exec|i?path|mtime|size|perm)\b", t):
+        return True  # "find / -name '*.log' -delete": the command, not the English verb
     if first in ("cd", "pushd") and re.search(r"\s(?:&&|\|\||;)\s", t):
         return True  # "cd $dest && npm install && …": a chain that starts by changing directory
     if re.match(r"[a-z0-9_]+=\S", t) and len(t.split()) > 1:
@@ -299,6 +301,8 @@ def classify(text: str) -> Shell | None:
                     hit("persist", f"{name} {a}")
             if name == "crontab" and "-l" not in args:
                 hit("persist", "crontab")
+        if name == "find" and re.search(r"-delete\b|-exec\s+(?:\S*/)?(?:rm|shred)\b", joined):
+            hit("destructive", "find deletes the files it matches")
         if name in DESTRUCTIVE and (name != "rm" or re.search(r"-\w*[rf]", joined)):
             hit("destructive", f"{name} {joined[:30]}")
         if name in ("systemctl", "launchctl", "schtasks", "reg") and re.search(
