@@ -214,6 +214,8 @@ _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
 _ZW_DROP = re.compile(f"[{_ZW}]")
 _ZW_WORDS = re.compile(f"(?:[^\\s{_ZW}]+[{_ZW}]+){{3,}}[^\\s{_ZW}]+")
+_ZW_READINGS = ((_INTERLEAVED, "", "text split by invisible characters", "zero_width_interleaved"),
+                (_ZW_WORDS, " ", "text joined by invisible characters", "zero_width_joined"))
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
 _ROT13_ADDRESSEES = tuple(w.translate(_ROT13) for w in ("assistant", "agent:", "agents:", "language model",
                                                          "ai assistant", "llm", "copilot"))
@@ -449,24 +451,15 @@ class ResultScanner:
                     findings.append(Finding(hit.category, "high", hit.name, "result", hit.text,
                                             hit.start, context_of(text, hit.start, hit.end),
                                             "terminal escape sequence that hides text"))
-        # text spelled with an invisible character between every letter ("a\u200bs\u200bs…"):
-        # what the model reads once they are dropped
-        if not ascii_text:
-            for m in _INTERLEAVED.finditer(text):
-                hidden = _ZW_DROP.sub("", m.group(0))
-                inner = self._judge_text(hidden, tool, "text split by invisible characters")
+        # text spelled with an invisible character between every letter ("a\u200bs\u200bs…"), or words
+        # joined by invisible characters instead of spaces ("assistant\u200bplease\u200brun …"): what the
+        # model reads once they are dropped or are spaces
+        for rx, joiner, how, pattern in () if ascii_text else _ZW_READINGS:
+            for m in rx.finditer(text):
+                hidden = _ZW_DROP.sub(joiner, m.group(0))
+                inner = self._judge_text(hidden, tool, how)
                 if inner:
-                    findings.append(Finding("invisible_unicode", "critical", "zero_width_interleaved", "result",
-                                            hidden[:_EXCERPT], m.start(), context_of(text, m.start(), m.end()),
-                                            f"hidden text read by the model: {inner[0].why}"))  # fmt: skip
-        # words joined by invisible characters instead of spaces ("assistant\u200bplease\u200brun …"):
-        # what the model reads once they are spaces
-        if not ascii_text:
-            for m in _ZW_WORDS.finditer(text):
-                hidden = _ZW_DROP.sub(" ", m.group(0))
-                inner = self._judge_text(hidden, tool, "text joined by invisible characters")
-                if inner:
-                    findings.append(Finding("invisible_unicode", "critical", "zero_width_joined", "result",
+                    findings.append(Finding("invisible_unicode", "critical", pattern, "result",
                                             hidden[:_EXCERPT], m.start(), context_of(text, m.start(), m.end()),
                                             f"hidden text read by the model: {inner[0].why}"))  # fmt: skip
         # ROT13 that reads as an address to the model once rotated, hinted or not
@@ -528,7 +521,7 @@ class ResultScanner:
                 continue  # (not "start the agent: eval $(ssh-agent -s)")
             if _HUMAN_AGENT_LABEL.search(m.group(0)):
                 continue  # "Agent reply: Hi Ahmed, …": a support agent's reply, not words to the model
-            if _EXAMPLE_BEFORE.search(low, max(0, m.start() - 24), m.start() + 1):
+            if _SAMPLE_LABEL_BEFORE.search(low, max(0, m.start() - 24), m.start() + 1):
                 continue  # "Example system prompt: "You are …"": a sample shown, not said
             sa, _sz = _sentence_at(low, m.start())
             sa = max(sa, m.start() - 300, seen_end)
@@ -789,7 +782,7 @@ _EXPLAINS_BIDI = re.compile(r"\bbidi\b|u\+202[a-e]|u\+206[6-9]|right-to-left\s+(
 _HEADING = re.compile(r"\s*(#{1,6})[ \t]")
 _NEXT_HEADING = {n: re.compile(rf"\n#{{1,{n}}}[ \t]") for n in range(1, 7)}
 _HUMAN_AGENT_LABEL = re.compile(r"\bagent\s+(?:reply|replied|response|responded)\b")
-_EXAMPLE_BEFORE = re.compile(r"(?<![\w.@/-])(?:example|sample|e\.g\.|typical|default|such\s+as|like)[ \t]+\S?$")
+_SAMPLE_LABEL_BEFORE = re.compile(r"(?<![\w.@/-])(?:example|sample|e\.g\.|typical|default|such\s+as|like)[ \t]+\S?$")
 _SECRET_ENV = re.compile(r"key|token|secret|passw|credential|auth")
 _SINGLE_QUOTE_OPENS = re.compile("(?:^|[\\s:(,])['\u2018]$")
 
