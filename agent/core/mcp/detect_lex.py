@@ -277,7 +277,10 @@ CONSENT_RE = re.compile(
     r"(?:\s+(?:the\s+)?(?:user|reporter|owner|maintainers?|anyone|them|him|her))?"
     r"(?:\s+(?:for\s+)?(?:confirmation|approval|permission|consent))?"
     r"|(?:needs?|requires?)\s+no\s+(?:confirmation|approval|permission|consent)"
-    r"|(?:does|do)\s+not\s+(?:need|require)\s+(?:any\s+|the\s+user'?s\s+)?(?:confirmation|approval|permission|consent)"
+    # "stop asking the user for confirmation", "no longer prompt for approval"
+    r"|(?:stop|no\s+longer)\s+(?:\w+\s+)?(?:ask(?:ing)?|prompt(?:ing)?|check(?:ing)?\s+with|confirm(?:ing)?\s+with)\s+"
+    r"(?:(?:the\s+)?(?:user|them|anyone)\s+)?(?:for\s+)?(?:confirmation|approval|permission|consent)"
+    r"|(?:does|do)(?:\s+not|n'?t)\s+(?:need|require)\s+(?:any\s+|the\s+user'?s\s+)?(?:confirmation|approval|permission|consent)"
     r"|skip(?:ping)?\s+(?:any\s+|all\s+|the\s+)?(?:safety\s+|user\s+)?(?:confirmation|approval|"
     r"permission|consent)s?(?:\s+(?:prompts?|steps?|checks?|dialogs?|questions?))?"
     r"|(?:safety\s+)?(?:confirmations|confirmation\s+prompts)\s+(?:are|is)\s+(?:now\s+)?(?:considered\s+)?"
@@ -695,6 +698,8 @@ FRAME_OPEN_RE = re.compile(
 )
 # this many blank lines in a row push what follows below what a reviewer scrolls to
 BLANK_RUN = "\n\n\n\n\n\n"
+# this many spaces after text on a line push what follows past the right edge of a reviewer's view
+PAD_RUN = " " * 80
 
 # FRAME_OPEN_RE split by a substring each alternative needs: most texts run none of them
 FRAME_OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -838,7 +843,8 @@ GATE_CHARS = ("do not show", "don't show", "never show", "do not display", "don'
               "state that", "say that", "claim that", "answer that", "report that", "leave out",
               "leave it out", "as though", "as if it", "without asking", "without confirm",
               "without approval", "without permission", "without review", "no need to ask",
-              "no need to confirm", "no need to check", "not ask", "not wait", "pre-approved",
+              "no need to confirm", "no need to check", "not ask", "not wait", "stop ask", "stop prompt",
+              "longer ask", "longer prompt", "pre-approved",
               "preapproved", "autonomous mode", "already approved", "already consented",
               "has consented", "has approved", "has authorized", "signed off", "user cannot see",
               "user can't see", "user doesn't", "user does not", "not for the user",

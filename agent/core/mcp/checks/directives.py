@@ -551,6 +551,9 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
     k = text.find(lx.BLANK_RUN)
     if k >= 0:
         spans.append((k, len(text), "text pushed below blank lines"))
+    k = text.find(lx.PAD_RUN)
+    if k > 0 and text[k - 1] != "\n":  # (after text on its line: not a code block's indentation)
+        spans.append((k, len(text), "text pushed out of view by padding"))
     return spans
 
 
@@ -1353,7 +1356,7 @@ def _gate_text(text: str) -> bool:
         return True  # a host under a TLD that is also a word ("q.geo-cache-dns.io")
     if ("<" in text or "[" in text) and any(x in text for x in _GATE_ANGLE):
         return True
-    if "www." in text or lx.BLANK_RUN in text:
+    if "www." in text or lx.BLANK_RUN in text or lx.PAD_RUN in text:
         return True
     if words is None:
         words = frozenset(data.translate(_TOKEN_TABLE).split())
