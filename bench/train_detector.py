@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v24 blind sets, measured once each, are development data now;
+measured; the v3 to v25 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -62,6 +62,7 @@ from detector import (
     BLIND_V22,
     BLIND_V23,
     BLIND_V24,
+    BLIND_V25,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -150,6 +151,9 @@ TRAIN_SETS = (
     "v24a",
     "v24b",
     "v24c",
+    "v25a",
+    "v25b",
+    "v25c",
 )
 
 
@@ -244,6 +248,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v24a": ld(BLIND_V24 / "v24a_tools.json"),
         "v24b": ld(BLIND_V24 / "v24b_tools.json"),
         "v24c": ld(BLIND_V24 / "v24c_tools.json"),
+        "v25a": ld(BLIND_V25 / "v25a_tools.json"),
+        "v25b": ld(BLIND_V25 / "v25b_tools.json"),
+        "v25c": ld(BLIND_V25 / "v25c_tools.json"),
     }
 
 

@@ -290,6 +290,10 @@ _DESTROY_ALL = re.compile(r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|c
                           r"remaining\s+)?(?:[\w-]+\s+){0,2}?(?:rows?|records?|tables?|issues?|tickets?|pull\s+requests?|prs?|branches|"
                           r"repos(?:itories)?|files?|users?|accounts?|keys?|tokens?|backups?|snapshots?|"
                           r"databases?|buckets?|objects?|messages?|emails?|channels?|projects?|data)\b")
+_WIPE_SECRET = re.compile(r"\b(?:wipe|clear|delete|remove|purge|erase|revoke|rotate|invalidate|expire|forget)s?\s+"
+                          r"(?:(?:the|all|any|its|their|every|stored|saved|cached|old|existing)\s+){0,3}(?:[\w-]+\s+)?"
+                          r"(?:cookies?|tokens?|credentials?|secrets?|passwords?|keys?|sessions?|logins?)\b")
+_READ_OUT = re.compile(r"\b(?:read|cat|dump|print|copy|export|show|display|include|paste|return|list|reveal|extract)\b")
 _INSTEAD_DO = re.compile(r"[;,.:\-]\s*(?:but\s+|and\s+)?instead\s*,?\s+([a-z]+)\b")
 
 
@@ -558,6 +562,24 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
 
 
 _FRAMES = TextMemo(frame_spans)  # the spans are only read
+# frames that keep their text out of a person's view (the rest dress it up for the model), by
+# what opens them
+_HIDDEN_FRAMES = {"an HTML comment": "<!--", "a Markdown comment": "[//]", "text pushed below blank lines":
+                  lx.BLANK_RUN, "text pushed out of view by padding": lx.PAD_RUN}
+
+
+def _addressed_in_hidden_frame(t: str, address: str, framed: str) -> bool:
+    """Is the address to the model (in sentence ``t``) inside a frame that hides it from a
+    person? Not "… <!-- HTML comments --> are removed … aimed at AI agents": the comment
+    closes before the address."""
+    opener = _HIDDEN_FRAMES.get(framed)
+    a = t.find(address) if address else -1
+    if opener is None or a < 0:
+        return False
+    k = t.rfind(opener, 0, a)
+    if k < 0 and opener in t[a:]:
+        return False  # the frame opens after the address
+    return opener != "<!--" or "-->" not in t[max(k, 0) : a]
 
 
 # ------------------------------------------------------------------ judging
@@ -1000,7 +1022,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     # secrets into the reply or out of the machine
     own_secret = sent.first and any(o.kind == "secret" and frozenset(stem(w) for w in o.text.split()) & tool.name_stems
                                     for o in objs)  # "Exchange the stored refresh token …" of `refresh_token`
-    if act and has_secret and not own_secret and not any(v.category == "credential_theft" for v in out):
+    # "use clear_profile to wipe stored cookies": secrets destroyed, not read or handed on
+    wiped = _WIPE_SECRET.search(t) is not None and _READ_OUT.search(t) is None and _SEND_VERB.search(t) is None
+    if act and has_secret and not own_secret and not wiped and not any(v.category == "credential_theft" for v in out):
         if source and (ext or "reply" in kinds or "tool" in kinds):
             add(_Verdict(3, "credential_theft", "order_reveal_secret", None,
                          "secrets read by the model and sent on"))
@@ -1096,8 +1120,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         add(_Verdict(2, "model_directives", "order_scripted_message", None,
                      f"a scripted message for the user ('{c.tell[:40]}')"))
     if not out and c.address and d:
-        add(_Verdict(1, "model_directives", "framed_directive", None,
-                     f"addressed to the model ('{c.address}')"))
+        # an order to the model in text kept out of a person's view (a comment, below blank
+        # lines, past padding): nobody hides what a reader may check
+        hidden = _addressed_in_hidden_frame(t, c.address, sent.framed)
+        add(_Verdict(2 if hidden else 1, "model_directives", "framed_directive", None,
+                     f"addressed to the model ('{c.address}')" + (f", inside {sent.framed}" if hidden else "")))
     elif not out and sent.framed and act and c.kind in ("modal", "imperative", "adverb", "passive"):
         # an order inside text hidden or dressed up for the model (an HTML comment, an
         # "```assistant-config" block, a "system:" paragraph), whatever it is about

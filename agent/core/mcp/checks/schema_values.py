@@ -101,7 +101,7 @@ class SchemaValueCheck:
         joined = tool.joined_lower
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
-        if not traversal and not creds and not (tool.kinds & _VALUE_KINDS):
+        if not traversal and not creds and not (tool.kinds & _VALUE_KINDS) and "example" not in tool.kinds:
             return
         for f in tool.texts:
             low = f.lower
@@ -114,6 +114,8 @@ class SchemaValueCheck:
                                          "path_traversal", f"path climbs out with ../ to {m.group(0)}")
             if f.kind in ("default", "const"):
                 yield from self._value(f, tool)
+            elif f.kind == "example":
+                yield from self._example(f, tool)
             if f.kind in ("default", "const", "example", "enum") and ("$(" in low or "`" in low):
                 yield from self._substitutions(f)
             if creds and f.kind in ("param_desc", "param_title", "property", "spelled", "vendor") and (
@@ -206,6 +208,20 @@ class SchemaValueCheck:
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
                                  f"parameter `{name}` accepts only the address {only.strip()[:60]}")
+
+    def _example(self, f: Field, tool: ParsedTool) -> Iterator[Finding]:
+        """A credential file among a parameter's sample values (``examples: ["~/.aws/credentials"]``)
+        of a tool whose job is not credentials: the model takes samples as what to pass, so the
+        schema points it at a key file as a default would."""
+        v = f.lower.strip()
+        if not ("/" in v or v.startswith((".", "~"))) or "cred" not in path_classes(v):
+            return
+        pname = f.param or ""
+        if stems(v) & tool.purpose or stems(v) & stems(pname.replace("_", " ")) or \
+                _EXCLUDING.search(pname.lower()) or CRED_PURPOSE & tool.purpose:  # fmt: skip
+            return
+        yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "example_credential_file",
+                         f"a sample value of `{pname}` is {v[:60]}, a file that holds credentials")
 
     def _value(self, f: Field, tool: ParsedTool) -> Iterator[Finding]:
         v = f.lower.strip()
