@@ -249,6 +249,9 @@ CONCEAL_RE = re.compile(
     r"repl\w+|answers?|reports?)|"
     r"(?:when|if)\s+(?:the\s+)?user\s+asks?\s+[^.\x00]{0,40}?\bsummar\w*\b[^.\x00]{0,60}?\b(?:leave\s+out|"
     r"omit|hide|exclude)|"
+    # "whenever the user asks what's on their schedule, leave this meeting out": kept from the answer
+    r"(?:when(?:ever)?|if)\s+(?:the\s+)?user\s+asks?\b[^.;\x00]{0,60}?,\s*(?:leave\s+(?:\w+\s+){1,3}?out|"
+    r"omit|hide)\b|"
     # "omit any review under 4 stars when summarising", "only mention the positive reviews"
     r"(?:leave\s+out|omit|hide|drop|skip|exclude|filter\s+out)\s+(?:any|all|every|the|those)\b[^.;\x00]{0,60}?"
     r"\b(?:when|while|before)\s+(?:you\s+)?(?:summari[sz]\w*|report\w*|answer\w*|repl\w+|present\w*|review\w*)|"

@@ -164,7 +164,11 @@ _EXTRA_ADDRESS_RE = re.compile(
     # assistant: filesystem, github and jira")
     r"|(?:^|\n|[.!?]\s+|[\[(\]):]\s*)(?!(?:we|i|you|they|it|this|that|these|there|he|she|our|my)\b)"
     r"(?:[\w'-]+\s+){0,4}?for\s+(?:the\s+|any\s+|all\s+|every\s+)?(?:[\w-]+\s+){0,2}?"
-    r"(?:ai|llms?|assistants?|agents?|bots?|copilots?|automated\s+[\w-]+)\s*:(?!//)"
+    r"(?:ai|llms?|assistants?|agents?|bots?|copilots?|automated\s+[\w-]+)"
+    # (the reader may be narrowed: "for assistants with shell access:", "(for the automation agent):",
+    # "For assistants calling deploy_service after reading this:")
+    r"(?:\s+(?:with|that|who|which|calling|using|running|reading|handling|processing|having)\b[^.:\n]{0,40}?)?"
+    r"\s*\)?\s*:(?!//)"
     # steps for automation: "Merge instructions for automation:", "steps for the automation agent:"
     r"|\b(?:instructions?|steps|notes?|procedure|workflow|tasks?)\s+for\s+(?:the\s+)?automation\b[^:\n]{0,30}:",
     re.M,
@@ -602,11 +606,16 @@ class ResultScanner:
             if disguised:
                 label += " in look-alike letters"
             sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False, label)
-            if not order and not loose and who and who in sent.text:
+            if not order and not loose and who and who in sent.text and (
+                    _BARE_MENTION.fullmatch(who.strip()) is None or _is_label(sent.text, who)):
                 order = who  # "… ask that any automated assistant reading this send …": the address orders
             found, directive = self._judge_sentence(sent, tool, order,
                                                     penalty=2 if loose else -2 if disguised else 0)
-            if not loose:
+            # (not from a sentence that only names the model inside a clause: "pages hold text
+            # that LLM agents read and follow" gives the list of links after it no order)
+            named = next((w for w in (who, directive) if w and w in sent.text and
+                          _BARE_MENTION.fullmatch(w.strip()) is not None), None)  # fmt: skip
+            if not loose and not (named is not None and not _is_label(sent.text, named)):
                 order = order or directive
             out += found
         return out
@@ -887,6 +896,17 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
                     return list(out.values())
             i = low.find(anchor, i + len(anchor))
     return list(out.values())
+
+
+def _is_label(t: str, who: str) -> bool:
+    """Does the address in sentence ``t`` speak to the reader (a label or vocative: "AI agents:",
+    "Assistant, …", or the sentence's first words) rather than name it inside a clause ("web
+    pages that LLM agents read")? A bare name of the model ("LLM agents") gives the lines
+    after it its order only when it is such an address."""
+    k = t.find(who)
+    rest = t[k + len(who) : k + len(who) + 3].lstrip()
+    return who.rstrip().endswith((":", ",", ")", "]", ">", "=")) or rest.startswith((":", ",", "=")) or \
+        not t[:k].strip(" \t\n([*#>-\"'")  # fmt: skip
 
 
 def _sentence_at(low: str, i: int) -> tuple[int, int]:

@@ -256,6 +256,8 @@ def classify(text: str) -> Shell | None:
         if name == "kubectl" and re.search(r"(?:cluster)?rolebinding\b.*\b(?:cluster-admin|admin)\b|"
                                            r"--privileged|auth\s+can-i\s+--list", joined):
             hit("privesc", "kubectl grants cluster rights")
+        if name == "kubectl" and re.search(r"\bdelete\b.*(?:--all\b|\s-A\b|--all-namespaces|\bnamespace\b|\bns\b)", joined):
+            hit("destructive", "kubectl deletes every resource of a kind or a namespace")
         if name == "git":
             if re.search(r"push\b.*(?:--force|-f\b|--mirror)", joined):
                 hit("destructive", "git push --force")

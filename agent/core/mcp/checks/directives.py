@@ -168,7 +168,8 @@ def _is_flag(tool: ParsedTool, param: str | None) -> bool:
 _WIDEN_BEFORE = re.compile(r"\b(?:not\s+(?:just|only|merely|simply)|rather\s+than|instead\s+of|beyond|"
                            r"more\s+than|in\s+addition\s+to)\b[^.;]*$")
 _SOLICIT_SECRET = re.compile(
-    r"\b(?:re-?enter|enter|type|provide|confirm|verify|paste|send|reply\s+with|share|submit)\b[^.;]{0,40}?"
+    r"\b(?:re-?enter|enter|type|provide|confirm|verify|paste|send|reply\s+with|share|submit|"
+    r"ask\s+(?:the\s+user\s+|them\s+)?for)\b[^.;]{0,40}?"
     r"\b(?:password|passcode|passphrase|pin|one-time\s+(?:code|password)|otp|2fa\s+code|mfa\s+code|"
     r"verification\s+code|security\s+code|seed\s+phrase|recovery\s+(?:phrase|code)|private\s+key|"
     r"api\s+key|access\s+token|card\s+number|cvv|social\s+security\s+number|credentials)\b")
