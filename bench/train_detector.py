@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v25 blind sets, measured once each, are development data now;
+measured; the v3 to v26 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -63,6 +63,7 @@ from detector import (
     BLIND_V23,
     BLIND_V24,
     BLIND_V25,
+    BLIND_V26,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -154,6 +155,9 @@ TRAIN_SETS = (
     "v25a",
     "v25b",
     "v25c",
+    "v26a",
+    "v26b",
+    "v26c",
 )
 
 
@@ -251,6 +255,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v25a": ld(BLIND_V25 / "v25a_tools.json"),
         "v25b": ld(BLIND_V25 / "v25b_tools.json"),
         "v25c": ld(BLIND_V25 / "v25c_tools.json"),
+        "v26a": ld(BLIND_V26 / "v26a_tools.json"),
+        "v26b": ld(BLIND_V26 / "v26b_tools.json"),
+        "v26c": ld(BLIND_V26 / "v26c_tools.json"),
     }
 
 

@@ -777,7 +777,7 @@ _QUOTE_AFTER = re.compile("\\s*(?:[:\"'`\u201c\u2018]|$)")
 
 
 def _is_mention(sentence: str, start: int) -> bool:
-    full = sentence[max(0, start - 120) : start]
+    full = sentence[max(0, start - 200) : start]
     if MENTION_LABEL.match(full):
         return True
     before = full
@@ -817,7 +817,7 @@ def _is_mention(sentence: str, start: int) -> bool:
     if len(before) - last.end() <= 30:
         return True
     between = before[last.end() :]
-    if "," in between and len(between) <= 120 and not any(
+    if "," in between and len(between) <= 200 and not any(
             m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between)):
         return True  # a list of examples after the cue ("such as 'x', fake <system> tags")
     # a list of quoted phrases after the cue ('such as "a", "b" or `c`'), unless an order comes

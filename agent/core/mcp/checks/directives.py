@@ -286,7 +286,7 @@ _TO_THIRD_PARTY = re.compile(r"\b(?:reply|respond|send|email|e-mail|forward|dm|m
                              r"contractor|auditor|partner|admin(?:istrator)?|helpdesk|it\s+team|security\s+team)\b")
 # an order to destroy, close or lock everything of a kind ("delete all rows in orders", "close all
 # other open issues … and lock them")
-_DESTROY_ALL = re.compile(r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|close|lock|archive|revoke|"
+DESTROY_ALL = re.compile(r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|close|lock|archive|revoke|"
                           r"remove)\s+(?:all|every|each)\s+(?:of\s+the\s+)?(?:other\s+)?(?:open\s+|existing\s+|"
                           r"remaining\s+)?(?:[\w-]+\s+){0,2}?(?:rows?|records?|tables?|issues?|tickets?|pull\s+requests?|prs?|branches|"
                           r"repos(?:itories)?|files?|users?|accounts?|keys?|tokens?|backups?|snapshots?|"
@@ -705,6 +705,12 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                          or sent.framed or _SPECIAL_ORDER.search(t)):  # fmt: skip
         return out  # nothing an order could be about, and no order that needs nothing
     d = bool(c.directive)
+    if d and c.kind == "imperative" and not sent.framed and (k := t.find(c.directive)) >= 0 and any(
+            o.kind == "literal" and o.klass in ("quoted", "") and o.start <= k < o.end and o.end - o.start <= 40
+            for o in objs):  # fmt: skip
+        # the verb is inside a short quoted value ("tokens with 'Pull requests: read'"): cited, not
+        # said (a quoted sentence, "rule = \"… tell the user …\"", still carries its order)
+        d = False
     act = d and c.kind != "negated"  # "never paste a token into chat" forbids, it does not order
     kinds = {o.kind for o in objs}
     ext = [o for o in objs if (o.kind in ("url", "host", "ip", "email", "ext") and o.klass != "reserved")
@@ -1070,7 +1076,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     ):
         add(_Verdict(3 if d else 2, "exfiltration", "malicious_intent", None,
                      f"says it will '{m.group(0)}' the user's data"))
-    if act and ("all" in t or "every" in t) and (m := _DESTROY_ALL.search(t)) is not None and \
+    if act and ("all" in t or "every" in t) and (m := DESTROY_ALL.search(t)) is not None and \
             not lx.is_mention(t, m.start()) and not c.guard:  # fmt: skip
         add(_Verdict(2, "model_directives", "order_bulk_destruction", None,
                      f"destroy or lock everything ('{m.group(0)[:50]}')"))
@@ -1150,6 +1156,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             v.level -= 1  # (a tool's own job never sends the model to another server's tool)
         if c.guard and not c.override and not user_override and "user's own" not in t and not (
                 v.pattern == "order_payment_destination" and v.fixed) and not (
+                # "… passing the card number and CVC the user gave you" to another tool: where the
+                # secret came from, not the user's say-so
+                "secret" in kinds and v.obj is not None and v.obj.kind in ("tool", "url", "host", "email")) and not (
                 v.obj is not None and v.obj.kind == "tool" and v.obj.klass in ("peer", "other_server")
                 and _guard_on_self(t, tool)):  # fmt: skip
             v.level -= 2

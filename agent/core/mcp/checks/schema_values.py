@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
+from agentsh.agent.core.mcp.checks.directives import DESTROY_ALL
 from agentsh.agent.core.mcp.detect_lex import is_mention
 from agentsh.agent.core.mcp.detect_objects import (
     _RESERVED_HOST,
@@ -57,6 +58,14 @@ _CRED_HINTS = ("ssh", "rsa", "ed25519", "ecdsa", "netrc", "aws", "credential", "
                "wallet", "cookie", "kube", ".env", "private", "npmrc", "pypirc", "token", "secret",
                "password", "gnupg")  # fmt: skip
 _VALUE_KINDS = frozenset(("default", "const"))
+# a cloud bucket as a destination ("s3://public-dumps/"): no TLD, so neither a URL nor a host
+_BUCKET_RE = re.compile(r"\b(?:s3|s3a|gs|gcs|az|wasbs?|abfss?|r2|oss|cos)://[a-z0-9][\w.-]{2,}")
+# options that switch a safeguard off, smuggled into a plain value after a word
+# ("production --skip-approval --force" as an environment's name)
+_SMUGGLED_FLAG = re.compile(r"\w\s+--(?:skip|no|force|yes|insecure|dangerously|disable|bypass|allow-unauth\w*|"
+                            r"allow-root|unsafe|trust-all)\b[\w-]*")
+# parameters whose values are options or command lines by design
+_OPTION_PARAM = re.compile(r"(?:^|[_-])(?:args?|arguments|flags|options|opts|cmd|command|cli|extra|params)(?:$|[_-])")
 _CRED_WORDS = frozenset(b"""ssh rsa ed25519 ecdsa netrc aws credential credentials pgpass keychain
 wallet cookie cookies kube kubeconfig env dotenv private npmrc pypirc token tokens secret secrets
 password passwords gnupg id""".split())
@@ -101,7 +110,8 @@ class SchemaValueCheck:
         joined = tool.joined_lower
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
-        if not traversal and not creds and not (tool.kinds & _VALUE_KINDS) and "example" not in tool.kinds:
+        if not traversal and not creds and not (tool.kinds & _VALUE_KINDS) and "example" not in tool.kinds and \
+                "enum" not in tool.kinds:  # fmt: skip
             return
         for f in tool.texts:
             low = f.lower
@@ -116,6 +126,8 @@ class SchemaValueCheck:
                 yield from self._value(f, tool)
             elif f.kind == "example":
                 yield from self._example(f, tool)
+            if f.kind in ("default", "const", "enum"):
+                yield from self._value_beyond_value(f)
             if f.kind in ("default", "const", "example", "enum") and ("$(" in low or "`" in low):
                 yield from self._substitutions(f)
             if creds and f.kind in ("param_desc", "param_title", "property", "spelled", "vendor") and (
@@ -209,6 +221,25 @@ class SchemaValueCheck:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
                                  f"parameter `{name}` accepts only the address {only.strip()[:60]}")
 
+    def _value_beyond_value(self, f: Field) -> Iterator[Finding]:
+        """A value the model is offered (an enum member, a default, a const) that carries more
+        than a value: an order to destroy everything of a kind ("urgent (and close every other
+        open ticket …)"), or options that switch a safeguard off after a plain word
+        ("production --skip-approval --force")."""
+        low = f.lower
+        if " " not in low:
+            return
+        m = DESTROY_ALL.search(low)
+        if m is not None:
+            yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
+                             f"a value of `{f.param}` carries an order ('{m.group(0)[:60]}')")
+            return
+        m = _SMUGGLED_FLAG.search(low)
+        if m is not None and not _OPTION_PARAM.search((f.param or "").lower()):
+            yield finding_at(f, m.start() + 1, m.end(), "model_directives", "high", "value_carries_options",
+                             f"a value of `{f.param}` smuggles options that switch a safeguard off "
+                             f"('{m.group(0)[1:].strip()[:60]}')")
+
     def _example(self, f: Field, tool: ParsedTool) -> Iterator[Finding]:
         """A credential file among a parameter's sample values (``examples: ["~/.aws/credentials"]``)
         of a tool whose job is not credentials: the model takes samples as what to pass, so the
@@ -246,9 +277,10 @@ class SchemaValueCheck:
                              f"default of `{pname}` is a shell command ({sh.why})")
             return
         if _SINK_PARAM.search(pname):
-            m = URL_RE.search(v) or HOST_RE.search(v) or EMAIL_RE.search(v)
+            m = URL_RE.search(v) or HOST_RE.search(v) or EMAIL_RE.search(v) or _BUCKET_RE.search(v)
             if m is not None:
-                host = _host_of(m.group(0).split("@")[-1])  # (an address: its domain)
+                host = m.group(0).rstrip("/") if m.re is _BUCKET_RE else \
+                    _host_of(m.group(0).split("@")[-1])  # (an address: its domain)  # fmt: skip
                 if not _RESERVED_HOST.search(host):
                     yield finding_at(f, m.start(), m.end(), "exfiltration", "high",
                                      "default_external_destination",
