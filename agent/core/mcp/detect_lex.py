@@ -581,6 +581,8 @@ GUARD_RE = re.compile(
     r"(?:explicitly|specifically|expressly)|(?<!as\sif\s)(?<!as\sthough\s)(?:that|which|the)\s+(?:the\s+)?user\s+(?:has\s+)?"
     r"(?:asked|requested|named|specified|provided|provides|chose|chooses|supplied|supplies|gave|"
     r"gives|lists?|listed|selected|selects|typed|enters|entered|picks|picked|names)|"
+    # "pass confirm=true only after the user has approved the preview"
+    r"(?:only\s+)?after\s+the\s+user\s+(?:has\s+)?(?:approved|confirmed|accepted|agreed\s+to|reviewed|okayed)|"
     r"user-(?:provided|supplied|chosen|specified)|(?:ask|confirm\s+with)\s+the\s+user\s+"
     r"(?:for\s+confirmation\s+)?before|confirm\s+(?:[\w/.-]+\s+){0,4}?with\s+the\s+user|"
     r"ask\s+the\s+user\s+(?:for\s+(?:confirmation|approval|permission)|to\s+confirm|first)|"

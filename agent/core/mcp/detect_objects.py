@@ -680,13 +680,23 @@ _FROM_SERVER_AFTER = re.compile(r"\s+from\s+(?:the\s+)?([a-z][\w.-]{2,40})\s+(?:
 _SUBFIELD = re.compile(r"[a-z_][\w]*(?:\.[a-z_][\w]*)+")
 
 
+# credential files named after their program's nickname: .pgpass is PostgreSQL's
+_FILE_PROGRAMS = {"pgpass": ("postgres", "postgresql", "psql"), "kube": ("kubernetes", "kubectl"),
+                  "gnupg": ("gpg", "pgp"), "boto": ("aws",)}
+
+
+def path_topic(p: str) -> frozenset[str]:
+    """The stems of what a path is about: its words, a dotfile's program (.npmrc is npm's,
+    .bashrc bash's, .pypirc pypi's, .pgpass PostgreSQL's)."""
+    words = re.findall(r"[a-z][a-z0-9]+", p)
+    words += [w[:-2] for w in words if w.endswith("rc") and len(w) > 4]
+    words += [x for w in words for x in _FILE_PROGRAMS.get(w, ())]
+    return frozenset(stem(w) for w in words if len(w) > 1)
+
+
 def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:
     klass = next((k for k in ("cred", "persist", "system", "home") if k in pcs), "plain")
-    words = re.findall(r"[a-z][a-z0-9]+", p)
-    # a dotfile's program: .npmrc is npm's, .bashrc bash's, .pypirc pypi's
-    words += [w[:-2] for w in words if w.endswith("rc") and len(w) > 4]
-    topic = frozenset(stem(w) for w in words if len(w) > 1)
-    return Obj("path", p, s, e, klass, "", topic, pcs)
+    return Obj("path", p, s, e, klass, "", path_topic(p), pcs)
 
 
 def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> Obj:

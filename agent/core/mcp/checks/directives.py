@@ -199,6 +199,17 @@ _USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*
 # "show the user the verification URL (https://github.com/login/device) and the code": the
 # link is put in front of the user, not contacted and not sent anything (no verb that reaches
 # or moves anything between the user and the link: not "tell them to download it from …")
+_TICKS = re.compile(r"`[^`\n]*`")
+
+
+def _blank(m: re.Match[str]) -> str:
+    """A backticked span as spaces (same length: positions stay valid)."""
+    return " " * len(m.group(0))
+
+
+# "… the official installer is `…` and let them run it": the user runs the command
+_USER_RUNS_IT = re.compile(r"`?[^.;]{0,30}?\b(?:and\s+)?let\s+(?:them|the\s+user|the\s+human)\s+(?:run|execute|install|"
+                           r"paste|type|do)\b")
 _SHOWN_TO_USER = re.compile(r"(?:\b(?:show|display|present|give)\s+(?:it\s+)?(?:to\s+)?(?:the\s+)?(?:user|them)\b"
                             r"|\btell\s+(?:the\s+)?(?:user|them)\b(?!\s+(?:to|that\s+they|they|how)\b))([^.;]*)$")
 
@@ -704,6 +715,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     if not objs and not (c.address or c.conceal or c.consent or c.priority or c.deceive or c.tell
                          or sent.framed or _SPECIAL_ORDER.search(t)):  # fmt: skip
         return out  # nothing an order could be about, and no order that needs nothing
+    if any(o.kind == "cmd" for o in objs) and "let " in t:
+        # the addresses inside a command the user is to run themselves ("tell the user the installer is
+        # `bash -c "$(curl … https://…)"` and let them run it") are the user's to contact, not the model's
+        mine = [(o.start, o.end) for o in objs if o.kind == "cmd" and _USER_RUNS_IT.match(t, o.end)]
+        objs = [o for o in objs if not (o.kind in ("url", "host", "ip") and any(a <= o.start < z for a, z in mine))]
     d = bool(c.directive)
     if d and c.kind == "imperative" and not sent.framed and (k := t.find(c.directive)) >= 0 and any(
             o.kind == "literal" and o.klass in ("quoted", "") and o.start <= k < o.end and o.end - o.start <= 40
@@ -766,7 +782,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         if c.kind == "negated" and not (o.kind == "tool" and o.klass == "others"):
             continue  # "never paste a real token into chat": a prohibition, not an order to act
         if o.kind == "cmd":
-            if d and (_USERS_OWN_ACTION.search(t, 0, o.start) or (lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t))) \
+            if d and (_USERS_OWN_ACTION.search(t, 0, o.start) or _USER_RUNS_IT.match(t, o.end) or (
+                    lx.PROTECTIVE_RE.search(t) and not lx.consent_bypass(t))) \
                     and o.klass not in ("revshell", "exfil", "secret"):  # fmt: skip
                 continue  # "tell the user they can install it with `sudo apt install gh`": the user runs it
             lvl = _CMD_LEVEL[o.klass] if d else (2 if o.klass == "revshell" else
@@ -781,6 +798,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 continue  # "… and let them add it to `.env.local` themselves": the user acts
             if _CAN_BEFORE.search(t, max(0, o.start - 60), o.start) and t.find(c.directive, o.end) > 0:
                 continue  # "playbooks can modify hosts (users, authorized_keys), so run with check=true": a capability
+            if ";" in t and (k := t.find(c.directive)) >= 0 and ";" in (bare := _TICKS.sub(_blank, t))[
+                    min(k, o.start) : max(k, o.start)]:  # (a ';' inside a backticked command parts nothing)
+                ca = bare.rfind(";", 0, o.start) + 1
+                cz = bare.find(";", o.end)
+                clause = t[ca : cz if cz >= 0 else len(t)]
+                if _READ_OUT.search(clause) is None and _SEND_VERB.search(clause) is None:
+                    continue  # "credentials come from … ~/.aws/credentials …; pass profile to …": a fact of another clause
             if "cred" in o.classes and (c.read_verb or dest) and not (
                 c.write_verb and not c.read_verb
             ):
@@ -804,8 +828,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 continue
             rel = related(o, tool, in_first)
             if rel:
-                # (a file the tool's name is about, `edit_workflow` and .github/workflows: its job)
-                lvl -= 2 if "persist" in o.classes and o.topic & tool.name_stems and tool.name_stems & _EDITING else 1
+                # (a file the tool's name is about, `edit_workflow` and .github/workflows: its job; the
+                # tool's own service's login file named in its own parameter's text, ~/.pgpass in a
+                # PostgreSQL tool's `password`: where that login may live instead)
+                lvl -= 2 if ("persist" in o.classes and o.topic & tool.name_stems and tool.name_stems & _EDITING) or (
+                    "cred" in o.classes and implicit_param and o.topic & (tool.purpose | tool.server_stems)) else 1
             add(_Verdict(lvl, cat, pat, o, what, not rel))
         elif o.kind in ("url", "host", "ip", "email"):
             reserved = o.klass == "reserved"  # example.com & co: documentation, unless ordered
@@ -839,6 +866,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             rel = related(o, tool, in_first)
             if rel and not (carrier or has_data or has_secret or (d and _SEND_VERB.search(t))):
                 lvl -= 1  # not for "upload the file to https://pdf-ocr-fast.io": moving data out
+            elif rel and o.klass == "image" and not any(x.kind in ("data", "secret", "env") for x in objs) and \
+                    not any(ch in o.text for ch in "{}$<"):  # fmt: skip
+                lvl -= 2  # the tool's own service's image link, that names nothing of the session: its output
             if reserved:
                 lvl -= 1
             what = ("data carried to " if (carrier or has_data or has_secret) else
@@ -1031,6 +1061,12 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                                     for o in objs)  # "Exchange the stored refresh token …" of `refresh_token`
     # "use clear_profile to wipe stored cookies": secrets destroyed, not read or handed on
     wiped = _WIPE_SECRET.search(t) is not None and _READ_OUT.search(t) is None and _SEND_VERB.search(t) is None
+    if not wiped and ";" in (bare := _TICKS.sub(_blank, t)) and (k := t.find(c.directive)) >= 0:
+        # the order's clause names no secret ("credentials come from the environment …; pass profile
+        # to select one"): where secrets live is a fact of another clause
+        ca, cz = bare.rfind(";", 0, k) + 1, bare.find(";", k)
+        cz = len(t) if cz < 0 else cz
+        wiped = not any(o.kind in ("secret", "env", "path") and ca <= o.start < cz for o in objs)
     if act and has_secret and not own_secret and not wiped and not any(v.category == "credential_theft" for v in out):
         if source and (ext or "reply" in kinds or "tool" in kinds):
             add(_Verdict(3, "credential_theft", "order_reveal_secret", None,

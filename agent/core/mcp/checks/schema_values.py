@@ -25,6 +25,7 @@ from agentsh.agent.core.mcp.detect_objects import (
     HOST_RE,
     URL_RE,
     _host_of,
+    path_topic,
 )
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, stem, stems
 from agentsh.agent.core.mcp.detect_paths import path_classes
@@ -148,7 +149,8 @@ class SchemaValueCheck:
                     not _SECRET_PARAM.search(p) or re.search(r"\bpath\b", f.lower):  # fmt: skip
                 continue
             for word in re.findall(r"[~.$/][\w./~-]+", f.lower):
-                if "cred" in path_classes(word):
+                if "cred" in path_classes(word) and not path_topic(word) & (tool.purpose | tool.server_stems):
+                    # (not ~/.pgpass in a PostgreSQL tool's `password` text: where its own login may live)
                     k = f.lower.find(word)
                     yield finding_at(f, k, k + len(word), "credential_theft", "high",
                                      "parameter_asks_for_credentials",
