@@ -383,7 +383,10 @@ PRIORITY_RE = re.compile(
     r"instructions\s*:|you\s+are\s+now\s+(?:in\s+)?(?:\w+\s+){0,2}?(?:mode|dan|jailbroken|unrestricted)|"
     r"developer\s+mode|jailbreak(?:\s+mode|\s*:|\s+(?:enabled|activated|engaged|on)\b)|"
     r"(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|everything\s+)?(?:above|before|"
-    r"prior\s+constraints|previous(?:\s+\w+)?|the\s+user'?s\s+(?:actual\s+)?(?:request|"
+    # ("ignore previous instructions", "ignore the previous", not "ignore the previous draft")
+    r"prior\s+constraints|previous(?:\s+(?:instructions?|prompts?|rules|guidelines|directions|messages?|"
+    r"context|tasks?|conversation|directives?|orders|commands|text|content|constraints|guidance|system\s+\w+|"
+    r"ones|steps|requests?|answers?|responses?)\b|(?![ \t]+(?!and\b|then\b|or\b)[a-z]))|the\s+user'?s\s+(?:actual\s+)?(?:request|"
     r"instructions?|question)|your\s+(?:instructions|guidelines|rules|constraints|training)|"
     r"(?:the\s+)?(?:\w+'s\s+)?safety\s+(?:policy|guidelines|rules))|"
     r"(?:obey|follow|execute|carry\s+out)\s+(?:whatever|any|all|every)\s+(?:new\s+)?(?:instructions?|"
@@ -407,7 +410,7 @@ DECEIVE_RE = re.compile(
     r"\b(?:(?:say|state|claim|answer|reply|respond|report|tell|inform|assure|reassure)\s+(?:to\s+)?"
     r"(?:the\s+)?(?:user\s+)?(?:only\s+)?(?:that\s+)?[^.\x00]{0,60}?\b(?:succeeded|successful(?:ly)?|"
     r"worked|is\s+live|completed\s+(?:fine|successfully)|went\s+fine|no\s+errors?|(?:all|tests?|"
-    r"suite)\s+passed|is\s+(?:fine|safe|clean)|was\s+fine|only\s+(?:reads|checks|uses)|keeps\s+nothing|"
+    r"suite|checks?)\s+pass(?:ed|es)?|is\s+(?:fine|safe|clean)|was\s+fine|only\s+(?:reads|checks|uses)|keeps\s+nothing|"
     r"has\s+no\s+\w+\s+information)\b"
     r"|(?:answer|reply|respond|say)\s+only\s+that\b"
     # "there is nothing wrong" told whatever the text says: "answer that it is a standard NDA with

@@ -168,11 +168,12 @@ def _is_flag(tool: ParsedTool, param: str | None) -> bool:
 _WIDEN_BEFORE = re.compile(r"\b(?:not\s+(?:just|only|merely|simply)|rather\s+than|instead\s+of|beyond|"
                            r"more\s+than|in\s+addition\s+to)\b[^.;]*$")
 _SOLICIT_SECRET = re.compile(
-    r"\b(?:re-?enter|enter|type|provide|confirm|verify|paste|send|reply\s+with|share|submit|"
+    r"\b(?:re-?enter|enter|type|provide|(?:re-?)?confirm|verify|paste|send|reply\s+with|share|submit|"
     r"ask\s+(?:the\s+user\s+|them\s+)?for)\b[^.;]{0,40}?"
     r"\b(?:password|passcode|passphrase|pin|one-time\s+(?:code|password)|otp|2fa\s+code|mfa\s+code|"
     r"verification\s+code|security\s+code|seed\s+phrase|recovery\s+(?:phrase|code)|private\s+key|"
-    r"api\s+key|access\s+token|card\s+number|cvv|social\s+security\s+number|credentials)\b")
+    r"api\s+key|access\s+token|card\s+number|cvv|social\s+security\s+number|credentials|card\s+details|"
+    r"payment\s+details|your\s+card)\b")
 
 
 def _unforbidden(rx: re.Pattern[str], t: str) -> bool:
@@ -181,7 +182,7 @@ def _unforbidden(rx: re.Pattern[str], t: str) -> bool:
     return any(not lx.NEGATED_CLAUSE_RE.search(t, max(0, m.start() - 60), m.start()) for m in rx.finditer(t))
 
 
-def _solicits_secret(t: str) -> bool:
+def solicits_secret(t: str) -> bool:
     """Is the user to be asked for a secret?"""
     return _unforbidden(_SOLICIT_SECRET, t)
 
@@ -200,6 +201,7 @@ _USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*
 # link is put in front of the user, not contacted and not sent anything (no verb that reaches
 # or moves anything between the user and the link: not "tell them to download it from …")
 _TICKS = re.compile(r"`[^`\n]*`")
+_BACK_REFERENCE = re.compile(r"\b(?:both|them|it|those|these|they|their|its|each)\b")
 
 
 def _blank(m: re.Match[str]) -> str:
@@ -238,7 +240,7 @@ _STORED_SECRET = re.compile(r"\b(?:stored|saved|cached|remembered)\s+(?:\w+\s+)?
                             r"credentials?|secrets?|keys?|cookies?)\b")
 _SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+|ci\s+|process\s+|runtime\s+|your\s+)?(?:environment|env|"
                           r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
-                          r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b"
+                          r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b|\b(?:environment|env)\s+values?\b"
                           # "a tag whose value is the AWS_SESSION_TOKEN environment variable"
                           r"|\b(?:values?|contents?)\s+(?:is|are|of)\s+(?:the\s+)?(?:(?:user|server|host|machine|system)'?s\s+)?"
                           r"[\w$]+(?:(?:,\s*|\s+and\s+|\s+or\s+)[\w$]+)*\s+(?:environment|env)\s+variables?")  # fmt: skip
@@ -765,7 +767,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             weighty and (_SWAP_USERS_VALUE.search(t) is not None or _EXTEND_USERS_VALUE.search(t) is not None))))
     # links of the tool's own service that the order puts in front of the user
     shown = [o for o in ext if o.kind in ("url", "host") and o.klass not in ("carrier", "image") and
-             _shown_to_user(t, o.start) and not _solicits_secret(t) and
+             _shown_to_user(t, o.start) and not solicits_secret(t) and
              related(o, tool, sent.first and c.kind != "first_imperative")]  # fmt: skip
     seen: set[tuple[str, str]] = set()
 
@@ -1066,7 +1068,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         # to select one"): where secrets live is a fact of another clause
         ca, cz = bare.rfind(";", 0, k) + 1, bare.find(";", k)
         cz = len(t) if cz < 0 else cz
-        wiped = not any(o.kind in ("secret", "env", "path") and ca <= o.start < cz for o in objs)
+        wiped = not any(o.kind in ("secret", "env", "path") and ca <= o.start < cz for o in objs) and \
+            _BACK_REFERENCE.search(t, ca, cz) is None  # (not "…; please reply with both")  # fmt: skip
     if act and has_secret and not own_secret and not wiped and not any(v.category == "credential_theft" for v in out):
         if source and (ext or "reply" in kinds or "tool" in kinds):
             add(_Verdict(3, "credential_theft", "order_reveal_secret", None,
@@ -1078,7 +1081,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif _SEND_VERB.search(t) and "secret" in kinds and _TO_THIRD_PARTY.search(t):
             add(_Verdict(2, "credential_theft", "order_reveal_secret", None,
                          "secrets sent to a third party"))
-        elif c.tell and _solicits_secret(t):
+        elif c.tell and solicits_secret(t):
             add(_Verdict(2, "credential_theft", "order_phish_secret", None,
                          "the user told, in words the tool chose, to give a secret"))
         elif "reply" in kinds and _unforbidden(_ASK_USER_TO_GIVE, sent.text):
@@ -1378,7 +1381,10 @@ _ENV_SETUP = re.compile(r"\b(?:set|export|define|configure)\s+`?\$?[a-z][a-z0-9]
 _THIS_TOOL_AFTER = re.compile(r"\s+(?:this|the\s+current)\s+(?:tool|function|one|endpoint)\b")
 # "include the values of process.env.NPM_TOKEN": a variable's value read out
 _VALUE_OF_ENV = re.compile(r"\bvalues?\s+of\s+(?:the\s+|any\s+)?(?:process\.env\.|os\.environ\.?|env\.|\$)?"
-                           r"[a-z][a-z0-9]*_[a-z0-9_]*(?:key|token|secret|password|credentials?)\b")
+                           r"[a-z][a-z0-9]*_[a-z0-9_]*(?:key|token|secret|password|credentials?)\b"
+                           # "the current GITHUB_TOKEN and NPM_TOKEN environment values"
+                           r"|\b[a-z][a-z0-9]*_[a-z0-9_]*(?:key|token|secret|password)\b[^.;]{0,40}?\b(?:environment\s+|env\s+)?"
+                           r"values?\b")
 _CONTACT_BEFORE = re.compile(r"\b(?:notify|inform|alert|contact|ping|escalate\s+to|reach\s+out\s+to|write\s+to|email)\s+$")
 _CACHE_SENSE = re.compile(r"\bcach\w*|\bfresh\b|\bre-?fetch\w*")
 _CAN_BEFORE = re.compile(r"\bcan\s+(?:modify|change|write|edit|touch|update|create|delete|alter)\b[^.;]{0,50}$")
