@@ -218,8 +218,23 @@ _ZW = "\u200b\u200c\u200d\u2060\u180e\ufeff"
 _INTERLEAVED = re.compile(f"(?:[^\\n{_ZW}][{_ZW}]+){{8,}}[^\\n{_ZW}]?")
 _ZW_DROP = re.compile(f"[{_ZW}]")
 _ZW_WORDS = re.compile(f"(?:[^\\s{_ZW}]+[{_ZW}]+){{3,}}[^\\s{_ZW}]+")
-# a line with invisible characters inside its words (letter, invisible, letter), twice or more
-_ZW_IN_WORDS = re.compile(f"[^\\n]*?[^\\W_][{_ZW}]+[^\\W_](?:[^\\n]*?[^\\W_][{_ZW}]+[^\\W_])+[^\\n]*")
+# an invisible character inside a word (letter, invisible, letter); a line with two or more is read
+# with them dropped (one linear pass; the lines are cut out around the hits, no nested pattern)
+_ZW_IN_WORD = re.compile(f"[^\\W_][{_ZW}]+(?=[^\\W_])")
+
+
+def _lines_with_broken_words(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line that holds two or more words broken by invisible characters."""
+    hits: dict[int, int] = {}
+    for m in _ZW_IN_WORD.finditer(text):
+        a = text.rfind("\n", 0, m.start()) + 1
+        hits[a] = hits.get(a, 0) + 1
+    out = []
+    for a, n in hits.items():
+        if n >= 2:
+            z = text.find("\n", a)
+            out.append((a, len(text) if z < 0 else z))
+    return out
 _ZW_READINGS = ((_INTERLEAVED, "", "text split by invisible characters", "zero_width_interleaved"),
                 (_ZW_WORDS, " ", "text joined by invisible characters", "zero_width_joined"))
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
@@ -471,14 +486,15 @@ class ResultScanner:
         # a word for the model broken by an invisible character ("Ass\u200bistant: f\u200borward …"): the
         # line read once they are dropped, when that reveals an address the text did not show
         if not ascii_text and not any(x.category == "invisible_unicode" for x in findings):
-            for m in _ZW_IN_WORDS.finditer(text):
-                hidden = _ZW_DROP.sub("", m.group(0))
-                if not (_present(hidden.lower(), _ADDRESS_WORDS) - _present(m.group(0).lower(), _ADDRESS_WORDS)):
+            for la, lz in _lines_with_broken_words(text):
+                line = text[la:lz]
+                hidden = _ZW_DROP.sub("", line)
+                if not (_present(hidden.lower(), _ADDRESS_WORDS) - _present(line.lower(), _ADDRESS_WORDS)):
                     continue
                 inner = self._judge_text(hidden, tool, "words broken by invisible characters")
                 if inner:
                     findings.append(Finding("invisible_unicode", "critical", "zero_width_in_words", "result",
-                                            hidden[:_EXCERPT], m.start(), context_of(text, m.start(), m.end()),
+                                            hidden[:_EXCERPT], la, context_of(text, la, lz),
                                             f"hidden text read by the model: {inner[0].why}"))  # fmt: skip
                     break
         # ROT13 that reads as an address to the model once rotated, hinted or not
