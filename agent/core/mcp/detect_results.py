@@ -637,16 +637,14 @@ class ResultScanner:
             if disguised:
                 label += " in look-alike letters"
             sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False, label)
-            if not order and not loose and who and who in sent.text and (
-                    _BARE_MENTION.fullmatch(who.strip()) is None or _is_label(sent.text, who)):
+            named_only = _names_model_in_clause(sent.text, who)
+            if not order and not loose and who and who in sent.text and not named_only:
                 order = who  # "… ask that any automated assistant reading this send …": the address orders
             found, directive = self._judge_sentence(sent, tool, order,
                                                     penalty=2 if loose else -2 if disguised else 0)
             # (not from a sentence that only names the model inside a clause: "pages hold text
             # that LLM agents read and follow" gives the list of links after it no order)
-            named = next((w for w in (who, directive) if w and w in sent.text and
-                          _BARE_MENTION.fullmatch(w.strip()) is not None), None)  # fmt: skip
-            if not loose and not (named is not None and not _is_label(sent.text, named)):
+            if not loose and not named_only and not _names_model_in_clause(sent.text, directive):
                 order = order or directive
             out += found
         return out
@@ -938,11 +936,16 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
     return list(out.values())
 
 
+def _names_model_in_clause(t: str, who: str) -> bool:
+    """Does sentence ``t`` only name the model ("LLM agents", a bare name) inside a clause ("web
+    pages that LLM agents read") rather than speak to it? Such a sentence gives the lines after
+    it no order."""
+    return bool(who) and who in t and _BARE_MENTION.fullmatch(who.strip()) is not None and not _is_label(t, who)
+
+
 def _is_label(t: str, who: str) -> bool:
     """Does the address in sentence ``t`` speak to the reader (a label or vocative: "AI agents:",
-    "Assistant, …", or the sentence's first words) rather than name it inside a clause ("web
-    pages that LLM agents read")? A bare name of the model ("LLM agents") gives the lines
-    after it its order only when it is such an address."""
+    "Assistant, …", or the sentence's first words)?"""
     k = t.find(who)
     rest = t[k + len(who) : k + len(who) + 3].lstrip()
     return who.rstrip().endswith((":", ",", ")", "]", ">", "=")) or rest.startswith((":", ",", "=")) or \

@@ -197,21 +197,38 @@ _USERS_OWN_ACTION = re.compile(r"\blet\s+(?:the\s+user|them|the\s+human)\b[^.;]*
                                r"|\b(?:tell|ask|advise|remind|suggest\s+to|instruct)\s+(?:the\s+)?(?:user|them)\s+"
                                r"(?:that\s+)?(?:they|he|she)?\s*(?:can|could|should|may|might|need\s+to|needs\s+to|"
                                r"to|must)\b[^.;]*$")
-# "show the user the verification URL (https://github.com/login/device) and the code": the
-# link is put in front of the user, not contacted and not sent anything (no verb that reaches
-# or moves anything between the user and the link: not "tell them to download it from …")
-_TICKS = re.compile(r"`[^`\n]*`")
-_BACK_REFERENCE = re.compile(r"\b(?:both|them|it|those|these|they|their|its|each)\b")
-
-
-def _blank(m: re.Match[str]) -> str:
-    """A backticked span as spaces (same length: positions stay valid)."""
-    return " " * len(m.group(0))
-
-
 # "… the official installer is `…` and let them run it": the user runs the command
 _USER_RUNS_IT = re.compile(r"`?[^.;]{0,30}?\b(?:and\s+)?let\s+(?:them|the\s+user|the\s+human)\s+(?:run|execute|install|"
                            r"paste|type|do)\b")
+# words that point back to what an earlier clause named ("…; please reply with both")
+_BACK_REFERENCE = re.compile(r"\b(?:both|them|it|those|these|they|their|its|each)\b")
+_TICKS = re.compile(r"`[^`\n]*`")
+
+
+def _clause_at(t: str, i: int) -> tuple[int, int]:
+    """The ';'-separated clause of ``t`` around position ``i`` (a ';' inside a backticked command,
+    `f(){ cat; }`, parts no clause)."""
+    bare = _TICKS.sub(lambda m: " " * len(m.group(0)), t) if "`" in t else t
+    z = bare.find(";", i)
+    return bare.rfind(";", 0, i) + 1, len(t) if z < 0 else z
+
+
+def _secrets_elsewhere(t: str, directive: str, objs: list[Obj]) -> bool:
+    """Does the order's clause name no secret and point back to none ("credentials come from the
+    environment …; pass profile to select one")? Where secrets live is then a fact of another clause."""
+    k = t.find(directive) if ";" in t else -1
+    if k < 0:
+        return False
+    a, z = _clause_at(t, k)
+    if (a, z) == (0, len(t)):
+        return False  # (the only ';' is inside a backticked command)
+    return not any(o.kind in ("secret", "env", "path") and a <= o.start < z for o in objs) and \
+        _BACK_REFERENCE.search(t, a, z) is None  # fmt: skip
+
+
+# "show the user the verification URL (https://github.com/login/device) and the code": the
+# link is put in front of the user, not contacted and not sent anything (no verb that reaches
+# or moves anything between the user and the link: not "tell them to download it from …")
 _SHOWN_TO_USER = re.compile(r"(?:\b(?:show|display|present|give)\s+(?:it\s+)?(?:to\s+)?(?:the\s+)?(?:user|them)\b"
                             r"|\btell\s+(?:the\s+)?(?:user|them)\b(?!\s+(?:to|that\s+they|they|how)\b))([^.;]*)$")
 
@@ -800,13 +817,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 continue  # "… and let them add it to `.env.local` themselves": the user acts
             if _CAN_BEFORE.search(t, max(0, o.start - 60), o.start) and t.find(c.directive, o.end) > 0:
                 continue  # "playbooks can modify hosts (users, authorized_keys), so run with check=true": a capability
-            if ";" in t and (k := t.find(c.directive)) >= 0 and ";" in (bare := _TICKS.sub(_blank, t))[
-                    min(k, o.start) : max(k, o.start)]:  # (a ';' inside a backticked command parts nothing)
-                ca = bare.rfind(";", 0, o.start) + 1
-                cz = bare.find(";", o.end)
-                clause = t[ca : cz if cz >= 0 else len(t)]
-                if _READ_OUT.search(clause) is None and _SEND_VERB.search(clause) is None:
-                    continue  # "credentials come from … ~/.aws/credentials …; pass profile to …": a fact of another clause
+            if ";" in t and (k := t.find(c.directive)) >= 0 and _clause_at(t, k) != (cl := _clause_at(t, o.start)) \
+                    and _READ_OUT.search(t, *cl) is None and _SEND_VERB.search(t, *cl) is None:  # fmt: skip
+                continue  # "credentials come from … ~/.aws/credentials …; pass profile to …": a fact of another clause
             if "cred" in o.classes and (c.read_verb or dest) and not (
                 c.write_verb and not c.read_verb
             ):
@@ -1063,14 +1076,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                                     for o in objs)  # "Exchange the stored refresh token …" of `refresh_token`
     # "use clear_profile to wipe stored cookies": secrets destroyed, not read or handed on
     wiped = _WIPE_SECRET.search(t) is not None and _READ_OUT.search(t) is None and _SEND_VERB.search(t) is None
-    if not wiped and ";" in (bare := _TICKS.sub(_blank, t)) and (k := t.find(c.directive)) >= 0:
-        # the order's clause names no secret ("credentials come from the environment …; pass profile
-        # to select one"): where secrets live is a fact of another clause
-        ca, cz = bare.rfind(";", 0, k) + 1, bare.find(";", k)
-        cz = len(t) if cz < 0 else cz
-        wiped = not any(o.kind in ("secret", "env", "path") and ca <= o.start < cz for o in objs) and \
-            _BACK_REFERENCE.search(t, ca, cz) is None  # (not "…; please reply with both")  # fmt: skip
-    if act and has_secret and not own_secret and not wiped and not any(v.category == "credential_theft" for v in out):
+    if act and has_secret and not own_secret and not wiped and not _secrets_elsewhere(t, c.directive, objs) and \
+            not any(v.category == "credential_theft" for v in out):  # fmt: skip
         if source and (ext or "reply" in kinds or "tool" in kinds):
             add(_Verdict(3, "credential_theft", "order_reveal_secret", None,
                          "secrets read by the model and sent on"))

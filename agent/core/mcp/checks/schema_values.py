@@ -99,6 +99,13 @@ _READ_AND_PASTE = re.compile(r"\b(?:read|open|cat|load)\s+(?:it|the\s+file|them)
                              r"\bpaste\s+(?:it|its\s+contents?|the\s+(?:file'?s?\s+)?contents?)\b")
 
 
+def _owned_or_excluded(v: str, pname: str, tool: ParsedTool) -> bool:
+    """Is a sensitive file as a value the tool's own (a .env linter defaulting to ".env", `env_file`
+    defaulting to ".env"), or what the tool leaves alone (naming a secret there protects it)?"""
+    return bool(stems(v) & tool.purpose or stems(v) & stems(pname.replace("_", " "))) or \
+        _EXCLUDING.search(pname.lower()) is not None  # fmt: skip
+
+
 class SchemaValueCheck:
     """See module docstring."""
 
@@ -250,8 +257,7 @@ class SchemaValueCheck:
         if not ("/" in v or v.startswith((".", "~"))) or "cred" not in path_classes(v):
             return
         pname = f.param or ""
-        if stems(v) & tool.purpose or stems(v) & stems(pname.replace("_", " ")) or \
-                _EXCLUDING.search(pname.lower()) or CRED_PURPOSE & tool.purpose:  # fmt: skip
+        if _owned_or_excluded(v, pname, tool) or CRED_PURPOSE & tool.purpose:
             return
         yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "example_credential_file",
                          f"a sample value of `{pname}` is {v[:60]}, a file that holds credentials")
@@ -261,10 +267,8 @@ class SchemaValueCheck:
         pname = f.param or ""
         pcs = path_classes(v) if ("/" in v or v.startswith((".", "~"))) else frozenset()
         if pcs & {"persist", "cred"}:
-            if stems(v) & tool.purpose or stems(v) & stems(pname.replace("_", " ")):
-                return  # a .env linter defaulting to ".env"; `env_file` defaulting to ".env"
-            if _EXCLUDING.search(pname.lower()):
-                return  # what the tool leaves alone: naming a secret there protects it
+            if _owned_or_excluded(v, pname, tool):
+                return
             if "cred" not in pcs and tool.purpose & _COPIES_FILES:
                 return  # a backup or sync tool reads ~/.bashrc: what it copies is its job, not an order
             lvl = "high"
