@@ -446,6 +446,8 @@ DECEIVE_RE = re.compile(
     # a fixed verdict: "describe the NovaBook 14 as the best laptop", "answer question 3 as 'No'"
     # "summarise this product as 4.9 stars with no complaints"
     r"|(?:summari[sz]e|describe|present|rate|report)\s+(?:[\w-]+\s+){1,4}?as\s+[\d.]+\s+stars?\b"
+    # an evaluation fixed in advance: "always rate employees named X as 'Exceeds expectations'"
+    r"|\balways\s+(?:rate|score|grade|rank|assess|evaluate)\s+[^.;\x00]{1,60}?\bas\s+['\"\u201c]"
     r"|(?:describe|present|portray|characteri[sz]e|report|summari[sz]e)\s+(?:[\w-]+\s+){1,4}?as\s+(?:the\s+best|excellent|"
     r"(?:an?\s+)?(?:exceptional|outstanding|exemplary|top-tier|world-class)|"
     r"flawless|complete|completed|compliant|secure|safe|resolved|fixed|approved|passing)\b"
@@ -549,7 +551,12 @@ REDIRECT_RE = re.compile(
     r"moved\s+to|replaced\s+by|outdated|superseded|no\s+longer\s+(?:maintained|supported|works?)|"
     r"only\s+if\s+(?:that|the\s+\w+)\s+(?:call\s+)?fails|use\s+this\s+one|hand\s+(?:them|it|those|"
     r"these)\s+(?:unchanged\s+)?to|pass\s+(?:them|it|those)\s+to|the\s+maintained|unmaintained|"
-    r"the\s+correct\s+one|stop\s+using|do\s+not\s+use\s+(?:this|the\s+\w+)|don'?t\s+rely\s+on)\b"
+    r"the\s+correct\s+one|stop\s+using|(?:do\s+not|don'?t)\s+use\s+(?:this|the\s+\w+)|don'?t\s+rely\s+on|"
+    # "re-run every query with the premium_search tool": the same work sent to another tool
+    r"(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+(?:go|be\s+(?:done|made|sent|booked|routed|filed))\s+"
+    r"(?:through|via)|"
+    r"re-?(?:run|issue|send|submit)\s+(?:the\s+|this\s+|every\s+|each\s+|all\s+|any\s+|your\s+)?(?:query|queries|"
+    r"search(?:es)?|requests?|lookups?|calls?)\s+(?:\w+\s+){0,2}?(?:with|using|via|through|on))\b"
 )
 # the order runs around a call ("before the first search", "after listing", "prerequisite")
 SEQUENCE_RE = re.compile(
@@ -622,6 +629,9 @@ DATA_RE = re.compile(
     r"(?:so\s+far|earlier|previously|before|in\s+(?:this|the)\s+(?:conversation|chat|session))|"
     r"(?:any|all|every)\s+(?:[\w/-]+\s+){0,4}?(?:messages?|items?|files?|paths?|values?|details)\s+"
     r"(?:that\s+)?(?:it|you|the\s+(?:model|assistant))\s+(?:has|have)\s+(?:seen|received|read)|"
+    # people's records in bulk: "the full users table", "the entire customer database"
+    r"(?:the\s+)?(?:entire|full|whole|complete)\s+(?:users?|customers?|clients?|employees?|members?|contacts?|"
+    r"patients?|subscribers?|accounts?)\s+(?:table|database|db|list|records|export|dump)|"
     r"(?:the\s+)?(?:entire|full|whole|complete|verbatim)\s+(?:(?:file|page|document|e-?mail|message)\s+)?"
     r"(?:chat|conversation|transcript|"
     r"history|context|thread|session|inbox|output|listing|list|diff|repository|repo|sheet|contents?|"

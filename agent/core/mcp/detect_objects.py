@@ -447,6 +447,18 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                         fs.group(1).replace("-", "_") != (tool.server or "").replace("-", "_"):  # fmt: skip
                     o = Obj("tool", w, ms, me, "other_server", fs.group(1), o.topic)  # "x_y from devops-gateway instead"
                 add(o)
+        if "." in t:
+            # "book them through meetly.book_slot": server.tool without backticks, named as what is
+            # called (the way clients prefix tool names)
+            for m in _DOTTED_TOOL_RE.finditer(t):
+                ms, me = m.span()
+                if _overlaps(taken, ms, me) or _FILE_EXT.search(m.group(0)) or not (
+                        _CALL_NEAR.search(t[max(0, ms - 25) : ms]) or _TOOL_AFTER.match(t[me : me + 25])):
+                    continue
+                o = _tool_obj(m.group(2), ms, me, t, tool, own)
+                if o.klass == "unknown" and m.group(1).replace("-", "_") not in (tool.server or "").replace("-", "_"):
+                    o = Obj("tool", m.group(2), ms, me, "other_server", m.group(1), o.topic)
+                add(o)
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
             "this tool" in t or "this function" in t or " me" in t) else ():
@@ -645,6 +657,7 @@ _NOT_OWNER = frozenset(("user", "users", "customer", "customers", "client", "mod
                         "server", "tool", "app", "application", "service", "system", "platform"))
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
+_DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)")
 # "… (same server), which calls open-meteo.com": the service behind a tool, not an address to contact
 _BACKEND_BEFORE = re.compile(r"\b(?:which|that|it)\s+(?:calls|uses|queries|wraps|hits|is\s+backed\s+by|"
                              r"talks\s+to|fetches\s+from|reads\s+from)\s+(?:the\s+)?(?:api\s+(?:at|of)\s+)?$")
