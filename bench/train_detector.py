@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v27 blind sets, measured once each, are development data now;
+measured; the v3 to v28 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -65,6 +65,7 @@ from detector import (
     BLIND_V25,
     BLIND_V26,
     BLIND_V27,
+    BLIND_V28,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -162,6 +163,9 @@ TRAIN_SETS = (
     "v27a",
     "v27b",
     "v27c",
+    "v28a",
+    "v28b",
+    "v28c",
 )
 
 
@@ -265,6 +269,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v27a": ld(BLIND_V27 / "v27a_tools.json"),
         "v27b": ld(BLIND_V27 / "v27b_tools.json"),
         "v27c": ld(BLIND_V27 / "v27c_tools.json"),
+        "v28a": ld(BLIND_V28 / "v28a_tools.json"),
+        "v28b": ld(BLIND_V28 / "v28b_tools.json"),
+        "v28c": ld(BLIND_V28 / "v28c_tools.json"),
     }
 
 

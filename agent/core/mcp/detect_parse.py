@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 from agentsh.agent.core.mcp.detect_text import Prepared, TextMemo, prepare
@@ -408,8 +409,25 @@ def collect(tool: dict[str, Any]) -> list[tuple[str, str, str, bool, str | None]
         if " " not in r:
             if r.count("_") >= 3:
                 add((path, "spelled", r.replace("_", " "), False, p))
+                if (cased := _spell_cased(r)) is not None:
+                    add((path, "spelled", cased, False, p))
             elif r.count("-") >= 3:
                 add((path, "spelled", r.replace("-", " "), False, p))
+    return out
+
+
+def _spell_cased(r: str) -> str | None:
+    """A second reading of an identifier that mixes cases: its underscores read as spaces except
+    inside a run of lower-case parts, "ALWAYS_CALL_upload_workspace_FIRST" → "ALWAYS CALL
+    upload_workspace FIRST" (the case may mark a tool's name inside the words; or the words
+    inside a name, "api_key_from_env_OPENAI_API_KEY", which the plain reading covers). None when
+    the identifier is of one case."""
+    parts = r.split("_")
+    if not any(x.isupper() for x in parts) or not any(x.islower() for x in parts):
+        return None
+    out = parts[0]
+    for prev, x in pairwise(parts):
+        out += "_" + x if (prev.islower() and x.islower()) else " " + x
     return out
 
 

@@ -111,13 +111,13 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|(?:^|\n|[\"{,>(-]\s*)\s*system\s*:\s*(?=you\b|the\s+assistant|new\b|from\s+now|when(?:ever)?\b|always\b|"
     r"never\b|before\b|after\b|do\s+not\b|ignore\b)"
     r"|\[system\]\(#"
-    # a banner that opens a block of the model's own prompt: "### SYSTEM PROMPT UPDATE ###",
-    # "=== BEGIN SYSTEM INSTRUCTIONS ===" (a person's text has no use for one)
-    r"|(?:^|\n)[ \t]*(?:[#=*~-]{2,}|[\[<])[ \t]*(?:(?:begin|start|new|updated?)\s+)?system[\s_-]+"
-    r"(?:prompt|instructions?|directives?|override|policy)(?:[\s_-]+(?:update[ds]?|change[ds]?|override|begins?|"
-    r"starts?|v?\d[\w.]*))?[ \t]*(?:[#=*~-]{2,}|[\]>])[ \t]*(?=\n|$)"
+
     r"|\b(?:when|before|after)\s+(?:you\s+)?(?:next\s+|first\s+|later\s+)?(?:call|calling|invoke|invoking)\s+"
     r"`?[a-z][a-z0-9]*_[a-z0-9_]+"
+    # a task put to the model in a list: "- [ ] (assistant) create .git/hooks/pre-commit …"
+    r"|\(\s*(?:ai\s+)?(?:assistant|agent|ai|llm|claude|copilot)\s*\)\s*:?\s*(?=(?:create|run|add|send|delete|remove|write|"
+    r"install|make|update|set|execute|call|post|fetch|open|read|copy|upload|push|commit|merge|email|share|change|replace|"
+    r"append|edit|download)\b)"
     # "For all future calls to create_payout in this session, set …"
     r"|\bfor\s+(?:all|any|every|each)\s+(?:future\s+|further\s+|subsequent\s+|later\s+)?(?:calls?|invocations?)\s+"
     r"(?:to|of)\s+`?(?:[a-z][\w-]*\.)?[a-z][a-z0-9]*_[a-z0-9_]+"
@@ -190,6 +190,19 @@ _EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "{color",
                   "presenting", "summari", "displaying", "relaying", "rest of", "after you", "once you",
                   "when you",
                   "programmer", "<important", "rule", "gemini.md")
+# Two forms tried only around their own anchors, with patterns of their own (every alternative
+# of _EXTRA_ADDRESS_RE costs every window of every result):
+# a banner that opens a block of the model's own prompt: "### SYSTEM PROMPT UPDATE ###",
+# "=== BEGIN SYSTEM INSTRUCTIONS ===" (a person's text has no use for one), around "system" when
+# the window holds a run of banner characters
+_BANNER_RE = re.compile(
+    r"(?:^|\n)[ \t]*(?:[#=*~-]{2,}|[\[<])[ \t]*(?:(?:begin|start|new|updated?)\s+)?system[\s_-]+"
+    r"(?:prompt|instructions?|directives?|override|policy)(?:[\s_-]+(?:update[ds]?|change[ds]?|override|begins?|"
+    r"starts?|v?\d[\w.]*))?[ \t]*(?:[#=*~-]{2,}|[\]>])[ \t]*(?=\n|$)", re.M)
+_BANNER_RUNS = ("##", "==", "--", "**", "~~")
+# text labelled as hidden from people: "(Text in white font:)", "[white text] … [/white text]"
+_HIDDEN_LABEL_RE = re.compile(r"[\[(]\s*(?:text\s+in\s+)?(?:white|hidden|invisible)\s+(?:text|font|ink)\b[^\])\n]{0,20}[\])]")
+_HIDDEN_LABEL_ANCHORS = ("white ", "hidden text", "invisible text")
 # (forms that start at an addressee word, "AI agents:", "reviewer-bot:", "automated readers:", are
 # found around that word by _address_spans; they need no anchor of their own)
 # a window around a common anchor word ("message", "request", "rule") is tried only when a
@@ -209,8 +222,7 @@ def _gate(needle: str) -> str | None:
 _EXTRA_GATED = tuple((a, _gate(a)) for a in _EXTRA_ANCHORS)
 # A necessary condition for _EXTRA_ADDRESS_RE to match inside a window, cheaper than either
 # regex (most windows around "message" or "request" hold none of it): every form of that
-# pattern consumes ':' or '=', '<', '(' or '[', or "who", or '_' after "call"/"invok", or a
-# banner's "##", "**", "--" or "~~", or
+# pattern consumes ':' or '=', '<', '(' or '[', or "who", or '_' after "call"/"invok", or
 # "-ing this", or a whitespace before the reader it names (ai, automated, llm, assistant,
 # agent, bot, model). Keep in step with _EXTRA_ADDRESS_RE.
 _EXTRA_ING_THIS = re.compile(r"ing\s+this")
@@ -219,7 +231,6 @@ _EXTRA_SPACE_READER = re.compile(r"\s(?:ai|automated|llm|assistant|agent|bot|mod
 
 def _may_address(w: str) -> bool:
     return (":" in w or "=" in w or "<" in w or "(" in w or "[" in w or "who" in w or "rules" in w or ".md" in w
-            or "##" in w or "**" in w or "--" in w or "~~" in w
             or ("_" in w and ("call" in w or "invok" in w))
             or _EXTRA_SPACE_READER.search(w) is not None or _EXTRA_ING_THIS.search(w) is not None)
 
@@ -558,7 +569,7 @@ class ResultScanner:
                 for m2 in _RESULT_ADDRESS_RE.finditer(low, max(a, seen_end), min(len(low), i + 120)):
                     if m2.start() <= i + 20:
                         m = m2
-                        break
+                    break  # (a later match starts later still)
             if m is None:
                 unmatched.append(i)
                 continue
@@ -657,13 +668,12 @@ class ResultScanner:
             named_only = _names_model_in_clause(sent.text, who)
             if not order and not loose and who and who in sent.text and not named_only:
                 order = who  # "… ask that any automated assistant reading this send …": the address orders
-            found, directive = self._judge_sentence(sent, tool, order,
-                                                    penalty=2 if loose else -2 if disguised else 0,
-                                                    redirect=retired)
+            found, directive, redirect = self._judge_sentence(sent, tool, order,
+                                                              penalty=2 if loose else -2 if disguised else 0,
+                                                              redirect=retired)
             # "this search tool is being retired. For … use the `run_sql` tool": the next sentence's
             # tool takes the retired one's place
-            rm = lx.REDIRECT_RE.search(sent.text) if not loose else None
-            retired = rm.group(0) if rm is not None and _THIS_TOOL.search(sent.text) is not None else ""
+            retired = redirect if redirect and not loose and _THIS_TOOL.search(sent.text) is not None else ""
             # (not from a sentence that only names the model inside a clause: "pages hold text
             # that LLM agents read and follow" gives the list of links after it no order)
             if not loose and not named_only and not _names_model_in_clause(sent.text, directive):
@@ -672,11 +682,13 @@ class ResultScanner:
         return out
 
     def _judge_sentence(self, sent: Sentence, tool: ParsedTool, inherited: str = "", penalty: int = 0,
-                        redirect: str = "") -> tuple[list[Finding], str]:  # fmt: skip
+                        redirect: str = "") -> tuple[list[Finding], str, str]:  # fmt: skip
+        """The findings of one sentence, its order's verb and its redirect cue (if any)."""
         t = sent.text
         toks = tokens_of(t)
         objs = find_objects(sent, tool, frozenset(), toks)
         c = find_cues(t, toks, False, False, True, True)
+        own_redirect = c.redirect
         if not c.redirect and redirect:
             c.redirect = redirect
         if c.kind == "first_imperative":
@@ -689,7 +701,7 @@ class ResultScanner:
             found: list[Finding] = []
             for part in parts:
                 found += self._judge_sentence(part, tool, inherited, penalty)[0]
-            return found, c.directive
+            return found, c.directive, own_redirect
         out = []
         if c.directive and c.kind != "negated":
             out += _orders_of_results(sent, objs, c.directive, penalty)
@@ -730,7 +742,7 @@ class ResultScanner:
             out.append(_finding(sent.field, s, e, v.category, sev, v.pattern, why))
         if c.directive and c.kind != "negated":
             out += _data_to_third_party(sent, objs, c.directive, penalty)
-        return out, c.directive
+        return out, c.directive, own_redirect
 
     def _judge_text(self, text: str, tool: ParsedTool, how: str) -> list[Finding]:
         f = make_field("result", "result", text, False)
@@ -798,13 +810,16 @@ def _attribution(low: str, i: int) -> bool:
 # "DM the summary … to @ext-contractor", "send it to fin-audit@…"
 _TO_RECIPIENT = re.compile(
     r"\b(?:reply|replies|respond|send|email|e-mail|forward|dm|message|post|share|attach)\w*\b[^.;]{0,120}?\bto\s+"
-    r"(?:@[\w.-]+|[\w.+-]+@[\w-]+\.[\w.]+|here\b|(?:the\s+|this\s+|that\s+|our\s+)?(?:organi[sz]er|sender|author|"
+    r"(?:@[\w.-]+|#[a-z0-9][\w.-]{1,80}|[\w.+-]+@[\w-]+\.[\w.]+|here\b|(?:the\s+|this\s+|that\s+|our\s+)?(?:organi[sz]er|sender|author|"
     r"requester|reporter|poster|recipient|caller|vendor|contractor|auditor|partner|admin(?:istrator)?|"
     r"helpdesk|e-?mail|message|thread|channel|ticket|issue|address)\b)"
     # "post them here", "share it in this thread": where the result's other readers see it
     r"|\bdm\s+to\s+[@\w][\w.-]{2,40}"  # "post them in DM to U04EXTRNL9"
     r"|\b(?:post|send|share|paste|dm|forward|attach)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+(?:here\b|"
     r"in\s+(?:this|the)\s+(?:thread|channel|issue|ticket|chat|room|comment))"
+    # "paste their contents into a comment on this document": where the document's readers see them
+    r"|\b(?:paste|post|put|add|copy|include|write|insert)\w*\s+[^.;]{0,80}?\b(?:in|into|as)\s+(?:a|an|the)\s+(?:new\s+|public\s+)?"
+    r"(?:comment|reply|note)\s+(?:on|in|to|under)\s+(?:this|the|that)\b"
     # "post them as a comment on GitHub issue acme/site#1": where anyone reading the issue sees them
     r"|\b(?:post|add|leave|share|paste|publish)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+as\s+(?:an?\s+)?"
     r"(?:new\s+|public\s+)?(?:comment|reply|message|post|note)\s+(?:on|in|to)\b"
@@ -843,8 +858,9 @@ def _data_to_third_party(sent: Sentence, objs: list[Obj], directive: str, penalt
     return []
 
 
-# the returning tool or its server spoken of: "this search tool", "this endpoint", "this server"
-_THIS_TOOL = re.compile(r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:tool|function|endpoint|server|service|api|integration|connector)\b")
+# the returning tool or its server spoken of: "this search tool", "the currency tool you were given"
+_THIS_TOOL = re.compile(r"\b(?:this|that|the|your)\s+(?:[\w-]+\s+){0,2}?(?:tool|function|endpoint|server|service|api|"
+                        r"integration|connector)\b")
 _EXPLAINS_BIDI = re.compile(r"\bbidi\b|u\+202[a-e]|u\+206[6-9]|right-to-left\s+(?:override|mark|isolate)")
 _HEADING = re.compile(r"\s*(#{1,6})[ \t]")
 _NEXT_HEADING = {n: re.compile(rf"\n#{{1,{n}}}[ \t]") for n in range(1, 7)}
@@ -980,7 +996,13 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
             a = max(0, i - 60)
             z = min(len(low), i + 90)
             at_work = anchor in _AT_WORK_ANCHORS
-            if not at_work and (not _may_address(low[a:z]) or _WINDOW_NEEDS.search(low, a, z) is None):
+            w = low[a:z]
+            if anchor == "system" and any(r in w for r in _BANNER_RUNS) and \
+                    (m := _BANNER_RE.search(low, max(0, i - 40), z)) is not None:  # fmt: skip
+                out.setdefault(m.start(), m)
+                i = low.find(anchor, i + len(anchor))
+                continue
+            if not at_work and (not _may_address(w) or _WINDOW_NEEDS.search(low, a, z) is None):
                 i = low.find(anchor, i + len(anchor))
                 continue
             m = (_READER_AT_WORK_RE if at_work else _EXTRA_ADDRESS_RE).search(low, a, z)
@@ -989,6 +1011,15 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
                 if len(out) >= _MAX_SPANS:
                     return list(out.values())
             i = low.find(anchor, i + len(anchor))
+    if "[" in low or "(" in low:
+        for anchor in _HIDDEN_LABEL_ANCHORS:
+            i = low.find(anchor)
+            while i >= 0 and windows < _MAX_WINDOWS:
+                windows += 1
+                m = _HIDDEN_LABEL_RE.search(low, max(0, i - 16), i + 40)
+                if m is not None:
+                    out.setdefault(m.start(), m)
+                i = low.find(anchor, i + len(anchor))
     return list(out.values())
 
 

@@ -651,7 +651,7 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     read ("call `list_tables` first", "call `describe_schema` first")? Such an order is a
     workflow: the scorer alone does not raise it to an alert (the rules still may)."""
     from agentsh.agent.core.mcp.checks.directives import _own_server_scope, _peer_acts
-    from agentsh.agent.core.mcp.detect_lex import INVOKE_ALWAYS_RE
+    from agentsh.agent.core.mcp.detect_lex import INVOKE_ALWAYS_RE, REDIRECT_RE
 
     feats = set(u.feats)
     if feats & _OUTSIDE:
@@ -660,6 +660,8 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     named = [p for p in tool.peers if len(p) >= 3 and p in t]
     if any(_peer_acts(tool, p) for p in named):
         return False
+    if named and REDIRECT_RE.search(t) is not None:
+        return False  # "deprecated in favour of `apply_manifest` on cluster-ops": the work sent to another server
     if _SELF_CALL.search(t) and not named and _DATA_HINT.search(t) is None:
         return True  # "call this tool with the customer's email address and the amount": its usage
     if (m := INVOKE_ALWAYS_RE.search(t)) is not None and _own_server_scope(t, m.end(), tool):

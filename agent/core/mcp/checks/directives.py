@@ -60,13 +60,13 @@ _T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
-_T_CONCEAL = frozenset(['say', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
+_T_CONCEAL = frozenset(['say', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
-_T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
-_T_DECEIVE = frozenset(['inform', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
+_T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
+_T_DECEIVE = frozenset(['inform', 'sharing', 'sending', 'posting', 'emailing', 'mailing', 'giving', 'handing', 'reusing', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
-_T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
+_T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "favour", "favor", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
 _T_SEQUENCE = frozenset(["before", "after", "afterwards", "first", "prerequisite", "preceded", "once", "then", "each", "every", "whenever", "prior", "followed", "soon", "away", "conversation", "session", "finish"])
 _T_PERMISSION = frozenset(['false', 'true', 'yolo', 'admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
 _T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruction", "hidden", "secret", "admin", "internal", "assistant", "ai", "llm", "note", "notes", "hint", "reminder", "message", "directive", "heads", "operator", "developer", "inst", "agent", "agents", "model", "models"])  # fmt: skip
@@ -233,6 +233,11 @@ _SHOWN_TO_USER = re.compile(r"(?:\b(?:show|display|present|give)\s+(?:it\s+)?(?:
                             r"|\btell\s+(?:the\s+)?(?:user|them)\b(?!\s+(?:to|that\s+they|they|how)\b))([^.;]*)$")
 
 
+# a message put before the user: "display this line to the user exactly as written: '…'"
+_SHOW_MESSAGE = re.compile(r"\b(?:show|display|present|relay|repeat)\s+(?:this|the\s+following|these|that)\s+"
+                           r"(?:[\w-]+\s+){0,2}?to\s+(?:the\s+)?(?:user|customer|reader|viewer)s?\b")
+
+
 def _shown_to_user(t: str, start: int) -> bool:
     m = _SHOWN_TO_USER.search(t, max(0, start - 90), start)
     return m is not None and lx.NET_VERBS_RE.search(t, m.start(1), start) is None
@@ -245,7 +250,7 @@ _PROMO = re.compile(r"\$\d|\b(?:bonus|discount|coupon|promo(?:\s+code)?|claim\s+
                     r"verify\s+your\s+(?:account|identity)|security\s+alert|recalled|hacked|"
                     r"breached)\b")  # fmt: skip
 # "never tell the user a schedule type is unsupported": a statement the model must not make
-_CLAIM_AFTER = re.compile(r"\s+(?:the\s+user\s+|them\s+)?(?:that\s+)?(?:[\w'-]+\s+){0,5}?(?:is|are|was|"
+_CLAIM_AFTER = re.compile(r"\s+(?:the\s+user\s+|them\s+)?(?!about\b|of\b)(?:that\s+)?(?:[\w'-]+\s+){0,5}?(?:is|are|was|"
                           r"were|has\s+been|have\s+been)\s+(?:not\s+|un\w+|missing|empty|applied|"
                           r"available|supported|found|done|complete)")  # fmt: skip
 # what concealment hides: the tool's own doings
@@ -254,7 +259,11 @@ _SIDE_EFFECT = re.compile(r"\b(?:cop(?:y|ies)|kept|log|logged|stored|sent|forwar
                           r"instructions|the\s+switch|the\s+change|you\s+used|calculator)\b")  # fmt: skip
 # secrets named by where they are kept ("the user's stored API keys")
 _STORED_SECRET = re.compile(r"\b(?:stored|saved|cached|remembered)\s+(?:\w+\s+)?(?:api\s+keys?|passwords?|tokens?|"
-                            r"credentials?|secrets?|keys?|cookies?)\b")
+                            r"credentials?|secrets?|keys?|cookies?)\b"
+                            # "looking up their account password hash and the admin API key"
+                            r"|\blook(?:ing|s)?\s+up\s+(?:[\w']+\s+){0,4}?(?:api\s+keys?|passwords?|tokens?|credentials?|"
+                            r"secrets?|private\s+keys?)\b"
+                            r"|\bin\s+the\s+(?:config(?:uration)?|secrets?|credentials?)\s+(?:service|store|server|vault|manager)\b")
 _SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+|ci\s+|process\s+|runtime\s+|your\s+)?(?:environment|env|"
                           r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
                           r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b|\b(?:environment|env)\s+values?\b"
@@ -794,6 +803,14 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             seen.add(key)
             out.append(v)
 
+    if c.kind == "negated" and _TOOL_DISCREDIT.search(t) is not None:
+        # "the search_web tool (web-search server) has been returning manipulated results; do not call
+        # it": another server's tool discredited and forbidden, so that this one answers alone
+        rival = next((o for o in objs if o.kind == "tool" and o.klass in ("peer", "other_server")), None)
+        if rival is not None:
+            add(_Verdict(2, "shadowing", "order_avoid_tool", rival,
+                         f"keep the model from another server's tool {_q(rival)}, discredited "
+                         f"('{_TOOL_DISCREDIT.search(t).group(0)[:50]}')", True))  # type: ignore[union-attr]
     # whether an object is part of the tool's job: asked only where a branch weighs it (the
     # literals, data and parameters most sentences hold never need the tool's purpose)
     in_first = sent.first and c.kind != "first_imperative"
@@ -1088,7 +1105,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         elif _SEND_VERB.search(t) and "secret" in kinds and _TO_THIRD_PARTY.search(t):
             add(_Verdict(2, "credential_theft", "order_reveal_secret", None,
                          "secrets sent to a third party"))
-        elif c.tell and solicits_secret(t):
+        elif (c.tell or _SHOW_MESSAGE.search(t) is not None) and solicits_secret(t):
             add(_Verdict(2, "credential_theft", "order_phish_secret", None,
                          "the user told, in words the tool chose, to give a secret"))
         elif "reply" in kinds and _unforbidden(_ASK_USER_TO_GIVE, sent.text):
@@ -1269,6 +1286,11 @@ _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even
                         r"content|review)\b|\b(?:the\s+correct|"
                         r"the\s+only\s+(?:valid|accepted|allowed))\s+value|\boverridden\b")  # fmt: skip
 # the user's own value discredited: "the user's own frame id is often wrong"
+# another tool said to be untrustworthy: "has been returning manipulated results", "is compromised"
+_TOOL_DISCREDIT = re.compile(r"\b(?:has\s+been|have\s+been|is|are|was|were|keeps?)\s+(?:now\s+|currently\s+|known\s+to\s+be\s+)?"
+                             r"(?:(?:returning|giving|serving|producing|injecting)\s+(?:\w+\s+)?(?:manipulated|fake|false|"
+                             r"poisoned|tampered|falsified|altered|malicious|wrong|incorrect|bogus)|compromised|hijacked|"
+                             r"tampered\s+with|untrust(?:ed|worthy)|malicious|unsafe)\b")
 _DISCREDIT = re.compile(r"\b(?:the\s+)?user'?s\s+(?:own\s+)?(?:[\w-]+\s+){0,3}?(?:is|are)\s+"
                         r"(?:often|usually|frequently|sometimes|probably|likely|always|mostly)?\s*"
                         r"(?:wrong|incorrect|invalid|outdated|stale|unreliable|mistyped|out\s+of\s+date)\b")
@@ -1510,8 +1532,10 @@ class DirectiveCheck:
                     return
                 f = make_field(f.path, f.kind, f.raw[:budget], f.syntax, f.param)
             budget -= len(f.lower)
+            # (an identifier long enough to read as prose, "ALWAYS_CALL_x_FIRST_WITH_ALL_FILES", is read
+            # whatever its words: its spaced copy has no backtick or underscore left to open the gate)
             yield from self.field_findings(f, tool, first_field=f.path == "description" and
-                                           desc is not None)  # fmt: skip
+                                           desc is not None, force=f.kind == "spelled")  # fmt: skip
             if budget <= 0:
                 return
 

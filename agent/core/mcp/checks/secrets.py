@@ -74,6 +74,9 @@ class SecretCheck:
             i = bisect.bisect_right(starts, m.start) - 1
             f = fields[i]
             st, en = m.start - starts[i], m.end - starts[i]
-            yield Finding("embedded_secrets", "high", f"embedded_{m.type}", f.path, m.text, st,
+            # a schema's `examples` document the value's form (JSON Schema: annotations, not
+            # defaults): a token shaped like one there is worth a look, not an alert
+            sev = "medium" if f.kind == "example" else "high"
+            yield Finding("embedded_secrets", sev, f"embedded_{m.type}", f.path, m.text, st,
                           context_of(f.raw, st, en), f"a {m.type.replace('_', ' ')} written into "
                           "the definition")  # fmt: skip
