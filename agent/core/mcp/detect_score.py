@@ -555,7 +555,7 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     own_only = _own_objects_only(tool, u)
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
-    protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u)
+    protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u) or _own_login_file_only(tool, u)
     if sev == "high" and protective:
         sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
@@ -644,6 +644,28 @@ def _job_host_only(tool: ParsedTool, u: Unit) -> bool:
     purpose = tool.purpose - tool.server_stems - STOP
     hosts = [m.group(0) for m in _HOST_RE.finditer(t)] + [m.group(0) for m in re.finditer(r"https?://[^\s/]+", t)]
     return bool(hosts) and all({stem(x) for x in re.split(r"[./:-]", h) if len(x) > 2} & purpose for h in hosts)
+
+
+_MOVES = re.compile(r"\b(?:read|cat|open|send|paste|upload|copy|post|forward|contents?|include|attach|print|show)\b")
+_PATH_IN_TEXT = re.compile(r"(?:~|\$home|%\w+%)?[\w./-]*/\.?[\w.-]+|(?<![\w/])\.[a-z][\w.-]+")
+
+
+def _own_login_file_only(tool: ParsedTool, u: Unit) -> bool:
+    """Are the sentence's only outside objects files of the tool's own service, named in one of
+    its parameters' texts with nothing read out or sent ("Password. Better: leave empty and use
+    ~/.pgpass" of a PostgreSQL tool)? The rules lower such a file as the tool's own; the scorer,
+    reading words, does not raise it alone."""
+    outside = set(u.feats) & _OUTSIDE
+    if u.field.param is None or not outside or not outside <= {"o:home_path", "o:dotfile", "o:sys_path"}:
+        return False
+    t = u.field.lower[u.start : u.end]
+    if _MOVES.search(t) is not None:
+        return False
+    from agentsh.agent.core.mcp.detect_objects import path_topic
+
+    purpose = (tool.purpose | tool.name_stems) - tool.server_stems - STOP
+    paths = [m.group(0) for m in _PATH_IN_TEXT.finditer(t) if "/" in m.group(0) or m.group(0).startswith(".")]
+    return bool(paths) and all(path_topic(p) & purpose for p in paths)
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
