@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v28 blind sets, measured once each, are development data now;
+measured; the v3 to v29 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -66,6 +66,7 @@ from detector import (
     BLIND_V26,
     BLIND_V27,
     BLIND_V28,
+    BLIND_V29,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -166,6 +167,9 @@ TRAIN_SETS = (
     "v28a",
     "v28b",
     "v28c",
+    "v29a",
+    "v29b",
+    "v29c",
 )
 
 
@@ -272,6 +276,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v28a": ld(BLIND_V28 / "v28a_tools.json"),
         "v28b": ld(BLIND_V28 / "v28b_tools.json"),
         "v28c": ld(BLIND_V28 / "v28c_tools.json"),
+        "v29a": ld(BLIND_V29 / "v29a_tools.json"),
+        "v29b": ld(BLIND_V29 / "v29b_tools.json"),
+        "v29c": ld(BLIND_V29 / "v29c_tools.json"),
     }
 
 
