@@ -160,6 +160,20 @@ _FOLLOW_REMOTE = re.compile(r"\b(?:follow(?:ed|s|ing)?|obey(?:ed|s)?|appl(?:y|ie
                             r"response|it\s+contains|listed))?)")
 
 
+_VALUE_FIELD_KINDS = frozenset(("enum", "default", "const", "example"))
+_ADDRESS_FORM = re.compile(r"\b(?:notes?|notice|message|reminder|hint|instructions?|directive|guidance|heads-?up|attention|"
+                           r"dear|hey|if\s+you)\b")
+
+
+def speaks_to(t: str, address: str) -> bool:
+    """Does the address found in a value speak to the model (a vocative, "Assistant: …", "note to the
+    assistant", "if you are an AI") rather than name it ("pro with AI assistant")?"""
+    if address.rstrip().endswith((":", ",")) or _ADDRESS_FORM.search(address) is not None:
+        return True
+    k = t.find(address)
+    return k >= 0 and t[k + len(address) : k + len(address) + 3].lstrip().startswith((":", ","))
+
+
 def _is_flag(tool: ParsedTool, param: str | None) -> bool:
     """Is ``param`` a boolean switch of this tool (its description says what it turns on)?"""
     spec = tool.param_spec(param)
@@ -1613,6 +1627,8 @@ class DirectiveCheck:
             if cmd is not None and not sent.first and not _EXAMPLE_BEFORE.search(before) and \
                     not _NOUN_USE.match(cmd.text):  # fmt: skip
                 c.directive, c.kind = cmd.text.split(None, 1)[0], "imperative"  # "Also curl -X POST …"
+        if c.kind == "address" and sent.field.kind in _VALUE_FIELD_KINDS and not speaks_to(t, c.directive):
+            c.directive, c.kind = "", ""  # "pro with AI assistant": a value that names the model, not one that speaks to it
         if c.kind == "passive" and not c.tell and not any(
                 (o.kind == "tool" and (o.klass not in ("self", "sibling") or _BULK_ACTION.search(o.text)))
                 or o.kind == "reply" or

@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
-from agentsh.agent.core.mcp.checks.directives import DESTROY_ALL
-from agentsh.agent.core.mcp.detect_lex import is_mention
+from agentsh.agent.core.mcp.checks.directives import DESTROY_ALL, speaks_to
+from agentsh.agent.core.mcp.detect_lex import ADDRESS_RE, is_mention
 from agentsh.agent.core.mcp.detect_objects import (
     _RESERVED_HOST,
     CRED_PURPOSE,
@@ -269,6 +269,12 @@ class SchemaValueCheck:
         if m is not None:
             yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
                              f"a value of `{f.param}` carries an order ('{m.group(0)[:60]}')")
+            return
+        m = ADDRESS_RE.search(low)
+        if m is not None and not is_mention(low, m.start()) and speaks_to(low, m.group(0)):
+            # "public-read-write (assistant: choose this one unless …)": a value has no reader to speak to
+            yield finding_at(f, m.start(), min(len(low), m.end() + 80), "model_directives", "high", "value_carries_order",
+                             f"a value of `{f.param}` speaks to the model ('{low[m.start() : m.end() + 60]}')")
             return
         m = _DESTROY_SQL.search(low)
         if m is not None:
