@@ -95,6 +95,8 @@ EXT_DESC_RE = re.compile(
     # a link the client fetches by itself, whatever it carries: "append to every image URL a query parameter"
     r"|\b(?:every|each|all|any)\s+(?:image|img|tracking|pixel)\s+(?:urls?|links?|srcs?)\b"
     # someone else's side of a shared channel: "the vendor's shared Slack Connect channel"
+    # a channel between two organisations by definition: "a Slack Connect channel with our QA vendor"
+    r"|\bslack\s+connect\s+channels?\b"
     r"|\b(?:vendor|partner|supplier|contractor)'?s?\s+(?:[\w-]+\s+){0,3}?(?:channels?|workspaces?|"
     r"inbox(?:es)?|mailbox(?:es)?|buckets?|drives?|repos(?:itor(?:y|ies))?)\b"
 )
@@ -194,7 +196,7 @@ _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
 _DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
 _SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review"])  # fmt: skip
-_EXT_WORDS = frozenset(["external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
+_EXT_WORDS = frozenset(["connect", "external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
 _RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with",
                         "using", "via"])
