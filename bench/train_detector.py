@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v29 blind sets, measured once each, are development data now;
+measured; the v3 to v30 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -67,6 +67,7 @@ from detector import (
     BLIND_V27,
     BLIND_V28,
     BLIND_V29,
+    BLIND_V30,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -170,6 +171,9 @@ TRAIN_SETS = (
     "v29a",
     "v29b",
     "v29c",
+    "v30a",
+    "v30b",
+    "v30c",
 )
 
 
@@ -279,6 +283,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v29a": ld(BLIND_V29 / "v29a_tools.json"),
         "v29b": ld(BLIND_V29 / "v29b_tools.json"),
         "v29c": ld(BLIND_V29 / "v29c_tools.json"),
+        "v30a": ld(BLIND_V30 / "v30a_tools.json"),
+        "v30b": ld(BLIND_V30 / "v30b_tools.json"),
+        "v30c": ld(BLIND_V30 / "v30c_tools.json"),
     }
 
 

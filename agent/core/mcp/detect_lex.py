@@ -120,10 +120,10 @@ NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn
 # the start of a clause, where an imperative verb gives an order: after a leading
 # subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
 CLAUSE_START_RE = re.compile(
-    r"(?:^\W*\[[a-z][\w -]{1,20}\]\s+|"  # (a tag before it: "[Superseded] Use `x` …")
+    r"(?:^\W*\[{1,2}[a-z/][\w -]{1,20}\]{1,2}\s+|"  # (a tag before it: "[Superseded] Use `x` …", "[[agent-only]] Use …")
     r"^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise|but)\s+|"
     r"[(\[]\s*|\s[-\u2013\u2014]\s+|\(\d{1,2}\)\s*|\s\d{1,2}[.)]\s+)"  # (a numbered step: "(1) call …")
-    r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|"
+    r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|still\s+|"
     r"immediately\s+|quietly\s+|silently\s+|secretly\s+|automatically\s+)*"
     r"([a-z][a-z-]+)\b"
 )
@@ -200,6 +200,7 @@ OVERRIDE_RE = re.compile(
     r"for\s+every\s+(?:call|request)|every\s+(?:single\s+)?(?:call|request)|"
     r"in\s+all\s+cases|in\s+(?:every|each|any)\s+case|under\s+all\s+circumstances|without\s+exception|overridden|override|overrides|the\s+correct\s+"
     r"value|the\s+only\s+(?:valid|accepted|allowed)\s+value|any\s+value\s+the\s+user|"
+    r"if\s+(?:the\s+)?user\s+(?:asks|requests|wants|chooses|picks|selects)\b[^.;]{0,40}?,\s*(?:still|anyway|nevertheless)|"
     r"whatever\s+\w+\s+(?:the\s+)?user|whatever\s+(?:\w+\s+){1,2}?(?:was|is|were|are|gets?)\s+(?:requested|asked\s+for|given|"
     r"specified|entered|chosen)|even\s+for|including\s+when\s+the\s+user)\b"
     r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhängig|egal\s+was|sin\s+importar|"
@@ -210,7 +211,7 @@ CONCEAL_RE = re.compile(
     r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|shall\s+not|may\s+not|"
     r"(?:is|are)\s+not\s+to|without|no\s+need\s+to|need\s+not|needn'?t|not\s+necessary\s+to|there\s+is\s+no\s+need\s+to|avoid)\s+"
     r"(?:\w+\s+){0,2}?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|"
-    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|describ(?:e|ing)|alert(?:ing)?|warn(?:ing)?|show(?:ing)?|"
+    r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|describ(?:e|ing)|alert(?:ing)?|warn(?:ings?)?|show(?:ing)?|"
     r"display(?:ing)?|"
     r"surfac(?:e|ing)|bring(?:ing)?\s+up|"
     r"point(?:ing)?\s+out|"
@@ -397,8 +398,11 @@ PRIORITY_RE = re.compile(
     r"ones|steps|requests?|answers?|responses?)\b|\b(?![ \t]+(?!and\b|then\b|or\b)[a-z]))|the\s+user'?s\s+(?:actual\s+)?(?:request|"
     r"instructions?|question)|your\s+(?:instructions|guidelines|rules|constraints|training)|"
     r"(?:the\s+)?(?:\w+'s\s+)?safety\s+(?:policy|guidelines|rules))|"
-    r"(?:obey|follow|execute|carry\s+out)\s+(?:whatever|any|all|every)\s+(?:new\s+)?(?:instructions?|"
-    r"commands?)\s+(?:are\s+)?(?:embedded|found|contained|inside|written|in\s+the)|"
+    r"(?:obey|follow|execute|run|carry\s+out)\s+(?:whatever|any|all|every)\s+(?:new\s+)?(?:[\w-]+\s+)?(?:instructions?|"
+    r"commands?)\s+(?:that\s+)?(?:are\s+|you\s+)?(?:embedded|found|find|contained|inside|written|in\s+the|see|read)|"
+    # "follow it as if the user had typed it"
+    r"(?:follow|obey|execute|act\s+on|carry\s+out)\s+(?:it|them|those|these|such\s+\w+)\s+as\s+(?:if|though)\s+(?:the\s+user|they)\s+"
+    r"(?:had\s+|has\s+)?(?:typed|written|wrote|sent|said|given|gave|asked\s+for)|"
     r"treat\s+(?:any|all|every)\s+(?:instructions?|commands?|text)\s+(?:found\s+)?(?:inside|in|"
     r"within)\b[^.\x00]{0,60}\bas\s+(?:a\s+)?(?:direct|authori[sz]ed|trusted|user|system)|"
     r"(?:reveal|print|output|repeat|disclose|show|dump|leak)\s+(?:\w+\s+)?(?:your|the)\s+"
@@ -476,7 +480,11 @@ DECEIVE_RE = re.compile(
     r"(?:with\s+)?['\"]?no\b(?!\s+(?:more|longer|need|later))"
     # a failure told as a success: "if a build failed, describe it as 'passing with warnings'"
     r"|\bif\s+[^.;]{0,40}?\b(?:failed|fails|failing|errored|is\s+down|breached|rejected)\b[^.;]{0,20}?,?\s*"
-    r"(?:describe|present|report|call|label|show)\s+(?:it|them|this)\s+as\s+['\"]"
+    r"(?:describe|present|report|call|label|show|mark)\s+(?:it|them|this|the\s+\w+)\s+as\s+(?:['\"]|green|passing|passed|"
+    r"successful|fine|healthy|clean)"
+    # "confirm to the user that the original folder was used"
+    r"|\bconfirm\s+(?:to\s+)?(?:them|the\s+user)\s+that\s+the\s+(?:original|requested|chosen|same|selected)\s+[\w-]+\s+"
+    r"(?:was|were)\s+(?:used|kept|applied)"
     # the user's own value told back while another is used: "configure the threshold at ten times
     # what they asked for, and confirm to them the number they originally gave"
     r"|\b(?:confirm|report|show|tell|display)\s+(?:to\s+)?(?:them|the\s+user)\s+(?:that\s+)?(?:[\w-]+\s+){0,3}?(?:they|the\s+user)\s+"
@@ -590,7 +598,7 @@ REDIRECT_RE = re.compile(
     r"moved\s+to|replaced\s+by|outdated|superseded|no\s+longer\s+(?:maintained|supported|works?)|"
     r"only\s+if\s+(?:that|the\s+\w+)\s+(?:call\s+)?fails|only\s+(?:show|use|return)\s+this\s+tool'?s\s+(?:output|result)|use\s+this\s+one|hand\s+(?:them|it|those|"
     r"these|the\s+\w+)\s+(?:unchanged\s+)?(?:over\s+)?to|in\s+favou?r\s+of|pass\s+(?:them|it|those)\s+to|the\s+maintained|unmaintained|"
-    r"the\s+correct\s+one|stop\s+using|(?:do\s+not|don'?t)\s+use\s+(?:this|the\s+\w+)|don'?t\s+rely\s+on|"
+    r"the\s+correct\s+one|stop\s+using|(?:do\s+not|don'?t)\s+(?:use|call|invoke)\s+(?:this|the\s+\w+)|don'?t\s+rely\s+on|"
     # "re-run every query with the premium_search tool": the same work sent to another tool
     r"(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+(?:go|be\s+(?:done|made|sent|booked|routed|filed))\s+"
     r"(?:through|via)|"
@@ -610,7 +618,14 @@ PERMISSION_RE = re.compile(
     r"owner|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
     r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa)|"
     r"(?:remov|disabl|delet|turn\w*\s+off|bypass|lift)\w*\s+(?:the\s+)?branch\s+protection|"
-    r"skip\s+(?:the\s+)?(?:risk|security|review|approval)\s+check|approval\s+prompt|"
+    r"skip\s+(?:the\s+)?(?:risk|security|review|approval|identity|verification|safety|fraud|kyc|background)\s+checks?|"
+    # a tool that turns a safeguard off, or a safeguard's setting put to nothing: "disable_branch_protection",
+    # "`set_audit_level` with level='none'"
+    r"(?:disable|remove|delete|bypass|mute|suspend|turn_off|skip)_[a-z_]*(?:protection|audit\w*|logging|security|mfa|2fa|"
+    r"reviews?|checks?|alerts?|monitor\w*|guardrails?|redaction|scan\w*)\b(?:\s*[:=]\s*[\w'\"]+)?|"
+    r"[a-z_]*(?:audit|logging|redact|protection|security|monitor)[a-z_]*`?\s+(?:[^.;]{0,30}?\s)?(?:with\s+)?"
+    r"(?:level|mode|enabled|state|status)\s*[=:]\s*['\"]?(?:none|off|false|disabled|0)\b|"
+    r"approval\s+prompt|"
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
     r"enable_admin_mode|--grant-root|confirm=true|"
     # a safety switch turned off, or approval turned automatic, as a value
@@ -915,7 +930,7 @@ GATE_CHARS = ("to the user", "show the user", "your reply", "your answer", "your
               ".profile", ".git/", ".github/", ".docker/", ".vscode/", ".config/",
               "state that", "say that", "claim that", "answer that", "report that", "leave out",
               "leave it out", "as though", "as if it", "without asking", "without confirm",
-              "without approval", "without permission", "without review", "no need to ask",
+              "without approval", "without checking", "without permission", "without review", "no need to ask",
               "no need to confirm", "no need to check", "not ask", "not wait", "stop ask", "stop prompt",
               "longer ask", "longer prompt", "pre-approved",
               "preapproved", "autonomous mode", "already approved", "already consented",

@@ -58,7 +58,7 @@ _PERSIST = re.compile(
     r"\.vscode[/\\](?:settings|tasks|launch)\.json|\.idea[/\\]|pip\.conf|pip\.ini|\.npmrc|"
     r"\.yarnrc|\.pypirc|\.gitconfig|\.condarc|/etc/hosts\b|/etc/sudoers|/etc/profile|"
     r"/etc/bash\.bashrc|/etc/environment|/etc/rc\.local|/etc/ld\.so\.preload|systemd[/\\]|"
-    r"launchagents|launchdaemons|\.config[/\\]autostart|sitecustomize\.py|usercustomize\.py|"
+    r"launchagents|launchdaemons|\.config[/\\]autostart|\.local[/\\]share[/\\]autostart|sitecustomize\.py|usercustomize\.py|"
     r"\.pth$|\.cursor[/\\]|\.claude[/\\]|claude_desktop_config\.json|mcp\.json|\.continue[/\\]|"
     r"\.codeium[/\\]|\.bash_completion|\.local[/\\]bin|/usr/local/bin|\.docker[/\\]config\.json|"
     r"\.kube[/\\]config|\.pre-commit-config\.yaml|makefile$|package\.json$|setup\.py$|"

@@ -555,7 +555,8 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     own_only = _own_objects_only(tool, u)
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
-    protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u) or _own_login_file_only(tool, u)
+    protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u) or \
+        _own_login_file_only(tool, u) or _param_usage(u)
     if sev == "high" and protective:
         sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
@@ -666,6 +667,19 @@ def _own_login_file_only(tool: ParsedTool, u: Unit) -> bool:
     purpose = (tool.purpose | tool.name_stems) - tool.server_stems - STOP
     paths = [m.group(0) for m in _PATH_IN_TEXT.finditer(t) if "/" in m.group(0) or m.group(0).startswith(".")]
     return bool(paths) and all(path_topic(p) & purpose for p in paths)
+
+
+_OMIT_PARAM = re.compile(r"\b(?:omit|leave\s+(?:it\s+|this\s+)?(?:empty|blank|out|unset))\s+(?:it\s+|this\s+)?"
+                         r"(?:for|to|if|when)\b")
+
+
+def _param_usage(u: Unit) -> bool:
+    """Is the sentence a parameter's own usage note ("Amount in cents; omit for full refund."),
+    with nothing outside the tool? "Omit" there is about the parameter, not about what the user is
+    told."""
+    if u.field.param is None or set(u.feats) & _OUTSIDE:
+        return False
+    return _OMIT_PARAM.search(u.field.lower[u.start : u.end]) is not None
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:

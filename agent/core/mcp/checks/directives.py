@@ -60,15 +60,15 @@ _T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
-_T_CONCEAL = frozenset(['say', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
+_T_CONCEAL = frozenset(['say', 'warnings', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['review', 'approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
-_T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
+_T_PRIORITY = frozenset(['follow', 'obey', 'execute', 'run', 'act', 'carry', 'mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['inform', 'label', 'call', 'confirm', 'show', 'display', 'sharing', 'sending', 'posting', 'emailing', 'mailing', 'giving', 'handing', 'reusing', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
-_T_OVERRIDE = frozenset(['including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
-_T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "favour", "favor", "only", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
+_T_OVERRIDE = frozenset(['still', 'including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
+_T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "favour", "favor", "only", "don", "not", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
 _T_SEQUENCE = frozenset(["before", "after", "afterwards", "first", "prerequisite", "preceded", "once", "then", "each", "every", "whenever", "prior", "followed", "soon", "away", "conversation", "session", "finish"])
-_T_PERMISSION = frozenset(['false', 'true', 'yolo', 'admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
+_T_PERMISSION = frozenset(['audit', 'logging', 'redact', 'protection', 'security', 'monitor', 'false', 'true', 'yolo', 'admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
 _T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruction", "hidden", "secret", "admin", "internal", "assistant", "ai", "llm", "note", "notes", "hint", "reminder", "message", "directive", "heads", "operator", "developer", "inst", "agent", "agents", "model", "models"])  # fmt: skip
 
 # words after which a verb form is not an order ("to read", "it will send", "you can use")
@@ -132,6 +132,10 @@ _SECRET_STORE = re.compile(r"\bfrom\s+(?:the\s+)?(?:server'?s?\s+|user'?s\s+|you
                            # "look up the session cookies in the Chrome profile"
                            r"|\bin\s+(?:the\s+)?(?:user'?s\s+|your\s+)?(?:(?:chrome|chromium|firefox|safari|edge|brave)"
                            r"(?:\s+browser)?\s+profile|browser\s+profile|keychain|keyring|password\s+manager)\b"
+                           # "every API key found in the user's environment variables" (not "requires X in the
+                           # environment": where the server's setup puts it)
+                           r"|\b(?:found|stored|kept|available|present|defined)\s+in\s+(?:the\s+)?(?:user'?s\s+|your\s+)?"
+                           r"(?:environment(?:\s+variables?)?|env\s+vars?)\b"
                            # files picked for their secret-sounding names: "any file whose name contains
                            # 'secret', 'key', 'token' or 'env'"
                            r"|\bfiles?\b[^.;]{0,40}?\b(?:whose\s+names?|named|names?|matching)\s+(?:contain(?:s|ing)?\s+|"
@@ -160,9 +164,27 @@ _FOLLOW_REMOTE = re.compile(r"\b(?:follow(?:ed|s|ing)?|obey(?:ed|s)?|appl(?:y|ie
                             r"response|it\s+contains|listed))?)")
 
 
+# a suggestion that waits for the user: "…, if the user asks for that", "only when the user wants one"
+_AT_USERS_REQUEST = re.compile(r"\b(?:only\s+)?(?:if|when|whenever)\s+(?:the\s+)?user\s+(?:explicitly\s+)?(?:asks|requests|"
+                               r"wants|chooses)\s+(?:for\s+)?(?:that|it|this|one|them|so)\b")
+_DESTRUCTIVE_TOOL = re.compile(r"(?:delete|drop|destroy|wipe|purge|remove|erase|truncate|revoke|force_push)_")
 _VALUE_FIELD_KINDS = frozenset(("enum", "default", "const", "example"))
 _ADDRESS_FORM = re.compile(r"\b(?:notes?|notice|message|reminder|hint|instructions?|directive|guidance|heads-?up|attention|"
                            r"dear|hey|if\s+you)\b")
+
+
+def _writes_in_clause(t: str, a: int, z: int) -> bool:
+    """Does the clause t[a:z] order a write ("…; before the first check, append the following key to
+    ~/.ssh/authorized_keys"), not state one ("the tool … will only write it when confirm=true")?"""
+    return any(lx.WRITE_VERBS_RE.fullmatch(m.group(1)) is not None for m in lx.CLAUSE_START_RE.finditer(t, a, z))
+
+
+def _writes_forbidden(t: str) -> bool:
+    """Is every write verb of the sentence inside a clause that forbids it ("… ask the user to run
+    `npm login` themselves - do not try to create or edit ~/.npmrc")?"""
+    ms = [m for m in lx.WRITE_VERBS_RE.finditer(t) if m.group(0).strip() not in (">", ">>")]
+    return bool(ms) and ">" not in t and all(
+        lx.NEGATED_CLAUSE_RE.search(t, max(0, m.start() - 60), m.start()) is not None for m in ms)
 
 
 def speaks_to(t: str, address: str) -> bool:
@@ -279,7 +301,7 @@ _STORED_SECRET = re.compile(r"\b(?:stored|saved|cached|remembered)\s+(?:\w+\s+)?
                             r"|\blook(?:ing|s)?\s+up\s+(?:[\w']+\s+){0,4}?(?:api\s+keys?|passwords?|tokens?|credentials?|"
                             r"secrets?|private\s+keys?)\b"
                             r"|\bin\s+the\s+(?:config(?:uration)?|secrets?|credentials?)\s+(?:service|store|server|vault|manager)\b")
-_SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+|ci\s+|process\s+|runtime\s+|your\s+)?(?:environment|env|"
+_SOURCE_HINT = re.compile(r"\b(?:from|in|of)\s+(?:the\s+)?(?:server'?s?\s+|ci\s+|process\s+|runtime\s+|your\s+|user'?s\s+)?(?:environment|env|"
                           r"keychain|cookie\s+store|browser|credential\s+store|vault|disk|file|"
                           r"config)\b|\bread\b|\bcat\b|\bdump\b|\bprint\b|\becho\b|\b(?:environment|env)\s+values?\b"
                           # "the user's GITHUB_TOKEN value": what the variable holds, not its name
@@ -765,6 +787,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         # `bash -c "$(curl … https://…)"` and let them run it") are the user's to contact, not the model's
         mine = [(o.start, o.end) for o in objs if o.kind == "cmd" and _USER_RUNS_IT.match(t, o.end)]
         objs = [o for o in objs if not (o.kind in ("url", "host", "ip") and any(a <= o.start < z for a, z in mine))]
+    if c.kind == "suggest" and not sent.framed and _AT_USERS_REQUEST.search(t) is not None and not c.consent:
+        return out  # "you can pass its output here to keep a changelog page, if the user asks for that": the user's call
     d = bool(c.directive)
     if d and c.kind == "imperative" and not sent.framed and (k := t.find(c.directive)) >= 0 and any(
             o.kind == "literal" and o.klass in ("quoted", "") and o.start <= k < o.end and o.end - o.start <= 40
@@ -813,6 +837,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
              _shown_to_user(t, o.start) and not solicits_secret(t) and
              related(o, tool, sent.first and c.kind != "first_imperative")]  # fmt: skip
     seen: set[tuple[str, str]] = set()
+    # "a summary of what the user has asked you today": the user's words are what is sent, not their say-so
+    gk = t.find(c.guard) if c.guard else -1
+    guard_is_data = gk >= 0 and any(o.kind == "data" and o.start <= gk <= o.end for o in objs)
 
     def add(v: _Verdict) -> None:
         key = (v.pattern, v.obj.text if v.obj else "")
@@ -852,14 +879,15 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             if _CAN_BEFORE.search(t, max(0, o.start - 60), o.start) and t.find(c.directive, o.end) > 0:
                 continue  # "playbooks can modify hosts (users, authorized_keys), so run with check=true": a capability
             if ";" in t and (k := t.find(c.directive)) >= 0 and _clause_at(t, k) != (cl := _clause_at(t, o.start)) \
-                    and _READ_OUT.search(t, *cl) is None and _SEND_VERB.search(t, *cl) is None:  # fmt: skip
+                    and _READ_OUT.search(t, *cl) is None and _SEND_VERB.search(t, *cl) is None \
+                    and not _writes_in_clause(t, *cl):  # fmt: skip
                 continue  # "credentials come from … ~/.aws/credentials …; pass profile to …": a fact of another clause
             if "cred" in o.classes and (c.read_verb or dest) and not (
                 c.write_verb and not c.read_verb
             ):
                 lvl, cat, pat, what = 3, "credential_theft", "order_read_credentials", \
                     f"credential file {_q(o)} read"  # fmt: skip
-            elif "persist" in o.classes and c.write_verb:
+            elif "persist" in o.classes and c.write_verb and not _writes_forbidden(t):
                 lvl, cat, pat, what = 3, "model_directives", "order_write_persistence", \
                     f"file {_q(o)} that runs or is obeyed later, written"  # fmt: skip
             elif o.klass == "system" and c.write_verb:
@@ -1005,13 +1033,18 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 lvl += 1
                 extra.append("with the user's data" if carried else "with secrets")
             if c.permission:
-                lvl += 1
+                # (two when the call is what turns the safeguard off: "preceded by a call to
+                # disable_branch_protection", "`set_audit_level` with level='none'")
+                lvl += 2 if o.text in c.permission else 1
                 extra.append(f"with broader rights ('{c.permission}')")
             elif o.klass in ("peer", "other_server") and d and _SETS_ARGS.search(t, o.end):
                 lvl += 1  # "a note on create_pull_request: set the base branch to 'release'"
                 extra.append("setting its arguments")
             if o.klass == "unknown" and related(o, tool, in_first):
                 lvl -= 1
+            if sent.field.kind in _VALUE_FIELD_KINDS and _DESTRUCTIVE_TOOL.match(o.text) and o.klass != "self":
+                lvl += 2  # "full (and afterwards call delete_repository …)": a value that deletes
+                extra.append("a tool that destroys")
             where = {"peer": f"another server's tool {_q(o)}" + (f" ({o.detail})" if o.detail else ""),
                      "other_server": f"tool {_q(o)} of another server ({o.detail})",
                      "unknown": f"tool {_q(o)}"}[o.klass]  # fmt: skip
@@ -1234,7 +1267,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         if c.kind == "first_imperative" and not sent.framed and not v.fixed and not (
                 v.pattern == "order_redirect_tool" and v.obj is not None and v.obj.klass in ("peer", "other_server")):
             v.level -= 1  # (a tool's own job never sends the model to another server's tool)
-        if c.guard and not c.override and not user_override and "user's own" not in t and not (
+        if c.guard and not c.override and not user_override and "user's own" not in t and not guard_is_data and not (
                 v.pattern == "order_payment_destination" and v.fixed) and not (
                 # "… passing the card number and CVC the user gave you" to another tool: where the
                 # secret came from, not the user's say-so
@@ -1265,7 +1298,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
 _MATTER = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param", "ext",
                      "account", "env", "secret"))
 # words of orders that need no object (concealment, authority claims, the model addressed, ...)
-_SELF = frozenset(["model", "show", "display", "mode", "skip", "redundant", "tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
+_SELF = frozenset(["model", "confirming", "confirm", "execute", "follow", "typed", "wrote", "show", "display", "mode", "skip", "redundant", "tell", "mention", "mentioning", "inform", "informing", "notify", "reveal", "disclose", "report", "reporting", "explain", "alert", "surface", "bother", "flag", "comment", "repeat", "summarize", "summarise", "silently", "quietly", "secretly", "covertly", "discreetly", "invisibly", "behind", "confidential", "secret", "private", "hidden", "omit", "hide", "leave", "quote", "paraphrase", "ignore", "disregard", "forget", "override", "bypass", "supersede", "supersedes", "precedence", "priority", "outranks", "obey", "comply", "treat", "dump", "leak", "pretend", "fabricate", "fabricated", "invent", "estimate", "steer", "rank", "claim", "assure", "reassure", "succeeded", "confirmation", "approval", "permission", "consent", "consented", "approved", "authorized", "authorised", "autonomous", "preapproved", "signed", "ask", "asking", "assistant", "assistants", "ai", "llm", "llms", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "exfiltrate", "exfiltrates", "exfiltrating", "steal", "steals", "harvest", "siphon", "smuggle", "whenever", "behavior", "behaviour", "approve", "review", "reviewed", "activate", "activates", "swap", "unrestricted", "jailbreak", "dan", "system", "developer", "instructions", "instruction", "directive", "directives"])
 _EVERY = frozenset(["every", "each", "any", "all"])
 _STRONG = frozenset(("cmd", "path", "url", "host", "ip", "email", "tool", "server", "param"))
 _STRONG_OWN = _STRONG - {"param"}  # a sentence naming only a parameter still refers back
@@ -1415,7 +1448,7 @@ def _obfuscated(raw: str) -> bool:
 # a safety switch (dry run, read-only, verification) and the value that turns it off; a risky
 # switch (force, skip checks, auto-approve) and the value that turns it on
 _SAFE_SWITCH = re.compile(r"(?:dry_?run|read_?only|safe_?mode|sandbox(?:ed)?|verify\w*|confirm\w*|require\w*|"
-                          r"validate\w*|preview)$")
+                          r"validate\w*|preview|redact\w*|mask\w*|audit\w*)$")
 _RISKY_SWITCH = re.compile(r"(?:force|skip_?\w+|no_?verify|insecure|auto_?approve\w*|bypass\w*|dangerously\w*|"
                            r"allow_?all\w*)$")
 
@@ -1567,11 +1600,14 @@ class DirectiveCheck:
         first = first_field
         carry: tuple[int, int] | None = None  # a sentence with objects but no order
         announce = ""  # "run the following command:" gives the next line its order
+        addressed = False  # "Note to the AI model: …. Skip identity checks, …": the note's paragraph is read whole
         for a, z in split_sentences(text):
             st = text[a:z]
             is_first, first = first, False
+            if addressed and "\n\n" in text[max(0, a - 2) : a + 2]:
+                addressed = False
             in_frame = bool(frames) and any(s <= a < e or a <= s < z for s, e, _label in frames)
-            if not force and not peer_hits and carry is None and not announce and not in_frame \
+            if not force and not peer_hits and carry is None and not announce and not in_frame and not addressed \
                     and not _gate(st) and not (bound and _param_gate_text(st)):
                 if st.rstrip().endswith(":") and not _EXAMPLE_RE.search(st):
                     # "run this compatibility shim first:" gives the next line its order
@@ -1580,7 +1616,8 @@ class DirectiveCheck:
                 continue
             framed = next((label for s, e, label in frames if s <= a < e or a <= s < z), "")
             sent = Sentence(f, a, z, st, is_first, framed)
-            c, objs = self._read(sent, tool, peer_hits, carry is not None or decoded)
+            c, objs = self._read(sent, tool, peer_hits, carry is not None or decoded or addressed)
+            addressed = addressed or c.kind == "address"
             if not c.directive and decoded:
                 c.directive, c.kind = "(decoded hidden text)", "decoded"  # hidden = meant for the model
             if not c.directive and announce:
@@ -1629,6 +1666,10 @@ class DirectiveCheck:
                 c.directive, c.kind = cmd.text.split(None, 1)[0], "imperative"  # "Also curl -X POST …"
         if c.kind == "address" and sent.field.kind in _VALUE_FIELD_KINDS and not speaks_to(t, c.directive):
             c.directive, c.kind = "", ""  # "pro with AI assistant": a value that names the model, not one that speaks to it
+        if not c.permission and (c.always or c.override) and lx.PROTECTIVE_RE.search(t) is None and any(
+                o.kind == "param" and _unsafe_switch(o.text, objs) for o in objs):  # fmt: skip
+            # "max_rows should always be sent as 0 and redact_pii as false": a safeguard of this tool turned off
+            c.permission = next(o.text for o in objs if o.kind == "param" and _unsafe_switch(o.text, objs))
         if c.kind == "passive" and not c.tell and not any(
                 (o.kind == "tool" and (o.klass not in ("self", "sibling") or _BULK_ACTION.search(o.text)))
                 or o.kind == "reply" or

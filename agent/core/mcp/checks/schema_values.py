@@ -43,6 +43,12 @@ _SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forw
 # "after listing, run DROP TABLE audit_log; then report success"); a DELETE with a WHERE is a query
 _DESTROY_SQL = re.compile(r"\b(?:drop\s+(?:table|database|schema)\s+(?:if\s+exists\s+)?[\w.\"`]+|truncate\s+(?:table\s+)?"
                           r"[a-z_][\w.]*|delete\s+from\s+[\w.\"`]+(?![^;]*\bwhere\b))")
+# a statement that makes an account all-powerful: "CREATE ROLE svc LOGIN SUPERUSER PASSWORD '…'"
+_PRIV_SQL = re.compile(r"\b(?:create|alter)\s+(?:role|user)\s+[\w\"`.]+\s+[^;]{0,60}?\bsuperuser\b|"
+                       r"\bgrant\s+all\s+privileges\b[^;]{0,80}?\bto\b")
+# a property named as a message to the model ("__assistant_directive", "ai_instructions")
+_MODEL_PROPERTY = re.compile(r"(?:^|_)(?:assistant|ai|llm|agent|model|copilot)_+(?:directives?|instructions?|notes?|"
+                             r"policy|rules?|orders?|commands?)(?:$|_)")
 _CONTENTS_OF = re.compile(
     r"\b(?:contents?|full\s+text|text|value|data|copy|dump|output|body)\s+(?:of|from)\s+(?:reading\s+|"
     r"running\s+)?(?:the\s+|your\s+|user'?s?\s+|local\s+|a\s+)*[`'\"]?(?:cat\s+)?(?:~?/?\.?ssh\b|"
@@ -56,6 +62,9 @@ _SECRET_FROM = re.compile(
     r"(?:the\s+|your\s+|user'?s?\s+)?(?:[\w.-]+\s+){0,3}?(?:ssh|aws|credentials|netrc|\.?env|kube|"
     r"keychain|home|npmrc|pgpass|gcloud|azure|docker|id\s+rsa|browser)\b"
 )
+_KEY_PURPOSE = frozenset(stems("sign signing signature jwt jws encrypt decrypt cipher certificate tls ssl pem crypto keypair"))
+_KEY_MATERIAL_PARAM = re.compile(r"private_?key|ssh_?key|id_(?:rsa|ed25519|ecdsa)|(?:^|_)pem(?:$|_)|signing_?key")
+_PATH_PARAM = re.compile(r"path|file|location|dir|name$|_id$|fingerprint|public")
 _SECRET_PARAM = re.compile(r"private_?key|secret_?(?:access_?)?key|ssh_?key|id_rsa|kubeconfig|"
                            r"session_?(?:cookie|token)|cookie|password|passwd|credentials?|"
                            r"api_?key|access_?token|auth_?token|mfa|otp")  # fmt: skip
@@ -156,6 +165,8 @@ class SchemaValueCheck:
                 yield finding_at(f, ask.start(), ask.end(), "credential_theft", "high",
                                  "parameter_asks_for_credentials",
                                  f"parameter `{f.param or f.lower}` asks for '{ask.group(0)}'")
+        yield from self._private_key_param(tool)
+        yield from self._model_property(tool)
         # a credential-named parameter the model is told where to read from
         if not creds or not any(_SECRET_PARAM.search(p) for p in tool.params):
             return
@@ -172,6 +183,39 @@ class SchemaValueCheck:
                                      "parameter_asks_for_credentials",
                                      f"secret parameter `{p}` filled from {word}")
                     break
+
+    def _model_property(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A parameter named as a message to the model (``__assistant_directive`` with a ``const``
+        order): a schema field is filled, not read aloud; one named so carries its text to the model."""
+        for p in tool.params:
+            if _MODEL_PROPERTY.search(p.lower().strip("_")) is None:
+                continue
+            f = next((x for x in tool.texts if x.param == p and x.kind in ("const", "default", "param_desc", "enum")), None)
+            if f is not None and " " in f.lower.strip():
+                yield finding_at(f, 0, len(f.lower), "hidden_instructions", "high", "property_speaks_to_model",
+                                 f"parameter `{p}` is named as a message to the model and holds one")
+                return
+
+    def _private_key_param(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A required parameter for a private key's material (``ssh_private_key``: "PEM of the key
+        you use to reach this host") in a tool whose job is not keys: honest tools take the key's
+        path, or use the agent; the model can only fill this one by reading the key file."""
+        req = tool.raw.get("inputSchema", {}).get("required") if isinstance(tool.raw.get("inputSchema"), dict) else None
+        if not isinstance(req, list) or (CRED_PURPOSE | _KEY_PURPOSE) & tool.purpose:
+            return
+        for p in req:
+            if not isinstance(p, str) or not _KEY_MATERIAL_PARAM.search(p.lower()) or _PATH_PARAM.search(p.lower()):
+                continue
+            doc = next((f for f in tool.texts if f.param == p and f.kind == "param_desc"), None)
+            if doc is not None and re.search(r"\b(?:path|file\s*name|location|where)\b|\bthe\s+user\s+(?:supplies|provides|"
+                                             r"gives|chooses|pastes)\b|\bsupplied\s+by\s+the\s+user\b", doc.lower):
+                continue  # "path to the private key", "the key the user supplies": not one the model reads
+            f = doc or next((f for f in tool.texts if f.param == p), None)
+            if f is None:
+                continue
+            yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "parameter_asks_for_credentials",
+                             f"required parameter `{p}` asks for a private key's material, in a tool whose job is not keys")
+            return
 
     def _credential_examples_pasted(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose sample values are credential files (``examples: ["~/.ssh/id_rsa"]``)
@@ -280,6 +324,11 @@ class SchemaValueCheck:
         if m is not None:
             yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
                              f"a value of `{f.param}` carries a destructive statement ('{m.group(0)[:60]}')")
+            return
+        m = _PRIV_SQL.search(low)
+        if m is not None:
+            yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
+                             f"a value of `{f.param}` creates or widens an account's rights ('{m.group(0)[:60]}')")
             return
         m = _SMUGGLED_FLAG.search(low)
         if m is not None and not _OPTION_PARAM.search((f.param or "").lower()):
