@@ -455,11 +455,13 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             for m in _DOTTED_TOOL_RE.finditer(t):
                 ms, me = m.span()
                 if _overlaps(taken, ms, me) or _FILE_EXT.search(m.group(0)) or not (
-                        _CALL_NEAR.search(t[max(0, ms - 25) : ms]) or _TOOL_AFTER.match(t[me : me + 25])):
+                        _CALL_NEAR.search(t[max(0, ms - 25) : ms]) or _TOOL_AFTER.match(t[me : me + 25])
+                        or _WITH_BEFORE.search(t, max(0, ms - 12), ms)):
                     continue
-                o = _tool_obj(m.group(2), ms, me, t, tool, own)
-                if o.klass == "unknown" and m.group(1).replace("-", "_") not in (tool.server or "").replace("-", "_"):
-                    o = Obj("tool", m.group(2), ms, me, "other_server", m.group(1), o.topic)
+                srv, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                o = _tool_obj(name, ms, me, t, tool, own)
+                if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
+                    o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
                 add(o)
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
@@ -659,7 +661,10 @@ _NOT_OWNER = frozenset(("user", "users", "customer", "customers", "client", "mod
                         "server", "tool", "app", "application", "service", "system", "platform"))
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
-_DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)")
+_WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")
+_DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)"
+                             # (a server name with "_", which no host has: "helix_scheduler.book")
+                             r"|(?<![\w./@$-])([a-z][a-z0-9]*_[\w-]{1,40})\.([a-z][a-z0-9]{2,40})(?![\w/@-]|\.\w)")
 # "… (same server), which calls open-meteo.com": the service behind a tool, not an address to contact
 _BACKEND_BEFORE = re.compile(r"\b(?:which|that|it)\s+(?:calls|uses|queries|wraps|hits|is\s+backed\s+by|"
                              r"talks\s+to|fetches\s+from|reads\s+from)\s+(?:the\s+)?(?:api\s+(?:at|of)\s+)?$")

@@ -83,7 +83,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"\s*(?:for\s+[^:\n]{0,40})?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
-    r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the|any)\s+(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
+    r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
     # "(automation notice) Agents reading this page: …": the reader named by what it does, as a label
     r"|\b(?:agents?|assistants?|models?|bots?|llms?)\s+(?:reading|processing|handling|viewing|triaging|"
     r"summari[sz]ing|parsing)\s+this\b[^.:\n]{0,30}:"
@@ -98,7 +98,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\b(?:automated|ai|llm|bot)\s+(?:readers?|crawlers?|reviewers?|tools?|systems?|helpers?|operators?|"
     r"workers?|summari[sz]ers?)\s*:"
     # "[assistant-instruction priority=high] … [/assistant-instruction]"
-    r"|\[\s*(?:assistant|ai|llm|agent|model)[_-](?:instructions?|notes?|directives?|policy|rules?|hints?|guidance|"
+    r"|\[\s*(?:assistant|ai|llm|agent|model)[_-](?:only|instructions?|notes?|directives?|policy|rules?|hints?|guidance|"
     r"tasks?|config)(?:\s[^\]\n]{0,40})?\]"
     # text styled so that a person does not see it: what it says is for the model
     r"|<(?:span|div|p|font|section)\b[^>]{0,80}?style\s*=\s*[\"'][^\"']{0,80}?(?:font-size\s*:\s*0(?![.\d])|"
@@ -109,6 +109,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"[a-z][a-z0-9]*_[a-z0-9_]+"
     r"|\[\[\s*(?:assistant|ai|system)[^\]\n]{0,30}\]\]"
     r"|(?:^|\n|[\"{,>(-]\s*)\s*system\s*:\s*(?=you\b|the\s+assistant|new\b|from\s+now|when(?:ever)?\b|always\b|"
+    r"this\s+(?:pr|pull\s+request|document|file|page|issue|ticket|note|message|email)\b|"
     r"never\b|before\b|after\b|do\s+not\b|ignore\b)"
     r"|\[system\]\(#"
 
@@ -150,6 +151,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|(?:^|\n|[.!?;:|]\s|[\[(\"'\u201c,]|\*\s|--\s*|#\s*|//\s*)\s*(?:large\s+)?language\s+models?\s*[:,](?!\S)"
     # a heading dedicated to the model: "## Setup for AI agents", "### Notes for LLM assistants"
     r"|(?:^|\n)#{1,6}[ \t]+[^\n]{0,40}?\bfor\s+(?:ai|llm)\s+(?:agents?|assistants?|models?|tools?|bots?)[ \t]*(?=\n|$)"
+    r"|(?:^|\n)#{1,6}[ \t]+(?:ai|llm|assistant|agent|model)s?[ \t-]+(?:only|notes?|instructions?|section|directives?)[ \t]*(?=\n|$)"
     # the model named by what it is doing with this text: "If an assistant is handling your mail, …"
     r"|\bif\s+(?:an?|the|any)\s+(?:ai\s+)?(?:assistant|agent|bot|model|llm)\s+is\s+(?:handling|reading|processing|"
     r"summari[sz]ing|triaging|viewing|answering)\b"
@@ -288,7 +290,8 @@ def _contains_any(low: str, groups: tuple[tuple[str | None, tuple[str, ...]], ..
 _ROT13_GROUPS = _needle_groups(_ROT13_ADDRESSEES)
 _ROLE_GROUPS = _needle_groups(_ROLE_NEEDLES)
 # words that contain an addressee word without naming the model
-_NOT_ADDRESSEE = re.compile(r"ssh[- ]agent|(?:forward|forwarding)\s+the\s+agent|"
+_NOT_ADDRESSEE = re.compile(r"(?:build|ci|buildkite|jenkins|gitlab|teamcity|bamboo|deploy|monitoring|datadog|puppet|chef|"
+                            r"salt|zabbix|backup)[- ]agents?|ssh[- ]agent|(?:forward|forwarding)\s+the\s+agent|"
                             r"agent\s+forwarding|forwardagent|user[- ]agent|gpg[- ]agent|agent-based|travel\s+agent|estate\s+agent|"
                             r"assistant\s+(?:manager|director|professor|editor)|\bmodel\s+(?:number|year|no\b)|"
                             r"data\s+model|bot\s+detection|executive\s+assistant|dental\s+assistant|"
@@ -635,7 +638,13 @@ class ResultScanner:
         # span; only their gravest orders count (a person's assistant is named the same way)
         strict = list(spans)
         loose_end = -1
+        # a word the text also uses for a thing ("build agents", "buildkite-agent"): its bare mentions
+        # ("The agents still point at JDK 11") are that thing, not the model
+        things = {w.rstrip("s") for m in _NOT_ADDRESSEE.finditer(low) for w in ("agent", "assistant", "model", "bot")
+                  if w in m.group(0)} if unmatched else set()
         for i in unmatched:
+            if things and low[i : i + 9].split(" ", 1)[0].strip(":,.").rstrip("s") in things:
+                continue
             if len(spans) >= _MAX_SPANS:
                 break
             if i < loose_end or any(a <= i < z for a, z, _ in strict) or \
@@ -930,10 +939,20 @@ _INSTEAD_OF_SOURCE = re.compile(r"\binstead\s+of\s+(?:whatever|what)\s+(?:the\s+
                                 r"lists|states|asks(?:\s+for)?|asked(?:\s+for)?|requests|requested|wants|gives|gave)\b")
 
 
+_CLOUD_METADATA = re.compile(r"169\.254\.169\.254|metadata\.google\.internal|\[fd00:ec2::254\]|100\.100\.100\.200")
+_FETCH_VERB = re.compile(r"\b(?:fetch|get|curl|wget|request|read|open|visit|load|query|call|download)\b")
+
+
 def _orders_of_results(sent: Sentence, objs: list[Obj], directive: str, penalty: int) -> list[Finding]:
     """Orders that only a result gives the model: a secret asked of the user, the user's data put
     into a field of a tool it calls, rights handed to someone the text names."""
     t = sent.text
+    if (m := _CLOUD_METADATA.search(t)) is not None and _FETCH_VERB.search(t) is not None:
+        # the cloud's instance metadata holds the machine's credentials: fetched on a result's word,
+        # however loosely the result names the model
+        return [_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "credential_theft", "critical",
+                         "order_read_credentials", f"order '{directive}' → the cloud instance metadata endpoint "
+                         f"('{m.group(0)}'), which hands out the machine's credentials")]  # fmt: skip
     sev = SEVERITIES[max(0, min(3, 3 - penalty))]
     if 3 - penalty < 2:
         return []

@@ -189,6 +189,9 @@ def classify(text: str) -> Shell | None:
             while i < len(words) and words[i].startswith("-"):
                 i += 1
         rest = words[i:]
+        if not rest and i > 0 and _base(words[i - 1]) == "env" and _SECRET_VAR.search(text.lower()):
+            # bare `env` searched for secrets (`env | grep -i 'key|token'`), not `env | sort`
+            hit("secret", "env prints the environment's secrets")
         name = _base(rest[0]) if rest else ""
         args = [a.lower() for a in rest[1:]]
         joined = " ".join(args)
