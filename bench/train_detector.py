@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v30 blind sets, measured once each, are development data now;
+measured; the v3 to v31 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -68,6 +68,7 @@ from detector import (
     BLIND_V28,
     BLIND_V29,
     BLIND_V30,
+    BLIND_V31,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -174,6 +175,9 @@ TRAIN_SETS = (
     "v30a",
     "v30b",
     "v30c",
+    "v31a",
+    "v31b",
+    "v31c",
 )
 
 
@@ -286,6 +290,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v30a": ld(BLIND_V30 / "v30a_tools.json"),
         "v30b": ld(BLIND_V30 / "v30b_tools.json"),
         "v30c": ld(BLIND_V30 / "v30c_tools.json"),
+        "v31a": ld(BLIND_V31 / "v31a_tools.json"),
+        "v31b": ld(BLIND_V31 / "v31b_tools.json"),
+        "v31c": ld(BLIND_V31 / "v31c_tools.json"),
     }
 
 

@@ -174,6 +174,17 @@ _ADDRESS_FORM = re.compile(r"\b(?:notes?|notice|message|reminder|hint|instructio
                            r"dear|hey|if\s+you)\b")
 
 
+_RULED_OUT_BEFORE = re.compile(r"\b(?:does\s+not|doesn'?t|will\s+not|won'?t|never|cannot|can'?t)\s+(?:[\w-]+\s+){0,4}?"
+                               r"(?:open|opens|read|reads|return|returns|touch|touches|access|accesses|store|stores|log|"
+                               r"logs|send|sends|upload|uploads|include|includes|see|sees)\s+(?:[^.;:,]{0,40}?\s)?$")
+
+
+def _ruled_out(t: str, start: int) -> bool:
+    """Is the object at ``start`` what the tool says it never reads or hands on ("does not open
+    ~/.aws/credentials", "never returns access keys")?"""
+    return _RULED_OUT_BEFORE.search(t, max(0, start - 80), start) is not None
+
+
 def _writes_in_clause(t: str, a: int, z: int) -> bool:
     """Does the clause t[a:z] order a write ("…; before the first check, append the following key to
     ~/.ssh/authorized_keys"), not state one ("the tool … will only write it when confirm=true")?"""
@@ -225,6 +236,7 @@ def solicits_secret(t: str) -> bool:
     return _unforbidden(_SOLICIT_SECRET, t)
 
 
+_ASK_THE_USER = re.compile(r"\bask\s+(?:the\s+)?user\b")
 # the user asked to type or hand over something in the chat
 _ASK_USER_TO_GIVE = re.compile(r"\bask\s+(?:the\s+)?user\b[^.]{0,60}\b(?:type|paste|enter|send|give|share|provide)")
 
@@ -393,6 +405,10 @@ def _in_noun_list(t: str, i: int) -> bool:
     return "," in inner and _ORDER_WORDS.search(inner) is None
 
 
+_PREP_BEFORE = re.compile(r"\b(?:on|at|upon|before|after|since|from|until)\s+$")
+_ORDINAL_NOUN_BEFORE = frozenset(("first", "initial", "next", "each", "every", "later", "subsequent", "its", "their"))
+
+
 def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = True,
               framed: bool = False) -> Cues:  # fmt: skip
     """Directive cues and modifiers of one sentence (lower-case text, its word set)."""
@@ -433,6 +449,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                 continue
             words = intro.group(1).split()
             for k, (prev, w) in enumerate(itertools.pairwise(words)):
+                if k == 0 and prev in _ORDINAL_NOUN_BEFORE:
+                    continue  # "On first use a browser window opens": the verb's form as a noun
                 if w in lx.IMPERATIVE_VERBS and (prev not in _NOT_BEFORE_VERB or (
                         # "before calling it run `git clean`": the pronoun is the gerund's object
                         prev in ("it", "them") and k > 0 and words[k - 1].endswith("ing"))):
@@ -442,7 +460,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                 break
     if not c.directive and toks & _T_ADVERB:
         for m in lx.ADVERB_IMPERATIVE_RE.finditer(t):
-            if m.group(1) in lx.IMPERATIVE_VERBS and not lx.is_mention(t, m.start()):
+            if m.group(1) in lx.IMPERATIVE_VERBS and not lx.is_mention(t, m.start()) and \
+                    _PREP_BEFORE.search(t, max(0, m.start() - 8), m.start()) is None:  # ("on first use": a noun)
                 c.directive = m.group(0)
                 c.kind = "negated" if m.group(0).startswith("never") else "adverb"
                 break
@@ -776,6 +795,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     """Severity from the combination of directive, objects and modifiers."""
     out: list[_Verdict] = []
     t = sent.text
+    if any(o.kind in ("secret", "path") for o in objs):
+        # "it does not open ~/.aws/credentials and never returns access keys": what the sentence rules out
+        objs = [o for o in objs if not (o.kind in ("secret", "path") and _ruled_out(t, o.start))]
     if any(o.kind == "reply" for o in objs):
         # "… and never shown in the chat": a destination the sentence rules out is none
         objs = [o for o in objs if not (o.kind == "reply" and _NEGATED_BEFORE_OBJ.search(t, max(0, o.start - 40),
@@ -804,7 +826,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
     quoted = [(o.start, o.end) for o in objs if o.kind == "literal"]
     bulk = [o for o in objs if o.kind == "data" and o.klass == "bulk" and not related(o, tool) and
             not any(a <= o.start and o.end <= z for a, z in quoted) and  # not resourceType='ai_conversation'
-            not _NAMING_AFTER.match(t, o.end)]  # not "the full repository path": a value's form  # fmt: skip
+            not _NAMING_AFTER.match(t, o.end) and  # not "the full repository path": a value's form
+            not (sent.field.param and o.text.replace(" ", "_") == sent.field.param.lower())]  # `system_prompt`: its own name  # fmt: skip
     has_data = bool(bulk)  # the session's data; one item of it (the user's question) is ordinary
     has_secret = "secret" in kinds or ("env" in kinds and (c.read_verb or _VALUE_OF_ENV.search(t) is not None))
     implicit_param = sent.field.param is not None and sent.field.kind in (
@@ -1132,8 +1155,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 and _PASTE_SECRET.search(t):
             add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
                          f"a secret's contents asked for in parameter `{pname}`"))
-        elif has_secret and ("secret" in kinds) and re.search(r"\bask\s+(?:the\s+)?user\b",
-                                                              sent.text) \
+        elif has_secret and ("secret" in kinds) and _unforbidden(_ASK_THE_USER, sent.text) \
                 and not _secret_for_the_job(tool, pname, sent):  # fmt: skip
             # (not "ask the user for it and pass it in `passphrase`" of a tool whose job
             # names the passphrase: the user hands this tool what its job needs)
