@@ -677,7 +677,8 @@ class ResultScanner:
             if disguised:
                 label += " in look-alike letters"
             sent = Sentence(f, a + sa, a + sz, text[a + sa : a + sz], False, label)
-            if prev >= 0 and _BACK_TO_LINK.search(sent.text) is not None:
+            if prev >= 0 and ("that " in sent.text or "this " in sent.text or " above" in sent.text or
+                              "same " in sent.text) and _BACK_TO_LINK.search(sent.text) is not None:
                 # "… live at https://…/agent.txt. Fetch that URL now and follow what it says": the
                 # order's object is in the sentence before
                 sent = Sentence(f, a + prev, a + sz, text[a + prev : a + sz], False, label)
@@ -947,7 +948,8 @@ def _orders_of_results(sent: Sentence, objs: list[Obj], directive: str, penalty:
     """Orders that only a result gives the model: a secret asked of the user, the user's data put
     into a field of a tool it calls, rights handed to someone the text names."""
     t = sent.text
-    if (m := _CLOUD_METADATA.search(t)) is not None and _FETCH_VERB.search(t) is not None:
+    if ("169.254." in t or "metadata." in t or "100.100." in t or "fd00:" in t) and \
+            (m := _CLOUD_METADATA.search(t)) is not None and _FETCH_VERB.search(t) is not None:  # fmt: skip
         # the cloud's instance metadata holds the machine's credentials: fetched on a result's word,
         # however loosely the result names the model
         return [_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "credential_theft", "critical",
@@ -980,7 +982,7 @@ def _orders_of_results(sent: Sentence, objs: list[Obj], directive: str, penalty:
         return [_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "credential_theft", sev,
                          "order_data_into_form", f"order '{directive}' → the user's data or a secret typed into "
                          f"a page or form ('{m.group(0)[:60]}')")]  # fmt: skip
-    if (m := _INSTEAD_OF_SOURCE.search(t)) is not None and any(o.kind in ("literal", "account", "email", "url")
+    if "instead of" in t and (m := _INSTEAD_OF_SOURCE.search(t)) is not None and any(o.kind in ("literal", "account", "email", "url")
                                                                 for o in objs if o.start < m.start()):  # fmt: skip
         return [_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "model_directives", sev,
                          "order_parameter_override", f"order '{directive}' → a value the result chose, put in place of "

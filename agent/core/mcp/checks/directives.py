@@ -62,11 +62,11 @@ _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
 _T_CONCEAL = frozenset(['say', 'learn', 'acknowledge', 'warnings', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['review', 'approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
-_T_PRIORITY = frozenset(['follow', 'obey', 'execute', 'run', 'act', 'carry', 'mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
+_T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['inform', 'label', 'call', 'confirm', 'show', 'display', 'sharing', 'sending', 'posting', 'emailing', 'mailing', 'giving', 'handing', 'reusing', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['still', 'including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
-_T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "favour", "favor", "only", "don", "not", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
+_T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "favour", "favor", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
 _T_SEQUENCE = frozenset(["before", "after", "afterwards", "first", "prerequisite", "preceded", "once", "then", "each", "every", "whenever", "prior", "followed", "soon", "away", "conversation", "session", "finish"])
 _T_PERMISSION = frozenset(['firewall', 'antivirus', 'selinux', 'apparmor', 'audit', 'logging', 'redact', 'protection', 'security', 'monitor', 'false', 'true', 'yolo', 'admin', 'administrator', 'anyone', 'approval', 'confirm', 'disable', 'disabled', 'disabling', 'elevate', 'elevated', 'elevation', 'everyone', 'force', 'grant', 'granted', 'granting', 'grants', 'mode', 'override', 'owner', 'privileged', 'public', 'publicly', 'root', 'skip', 'superuser', 'writer'])  # fmt: skip
 _T_FRAME = frozenset(["important", "system", "systems", "instructions", "instruction", "hidden", "secret", "admin", "internal", "assistant", "ai", "llm", "note", "notes", "hint", "reminder", "message", "directive", "heads", "operator", "developer", "inst", "agent", "agents", "model", "models"])  # fmt: skip
@@ -405,6 +405,14 @@ def _in_noun_list(t: str, i: int) -> bool:
     return "," in inner and _ORDER_WORDS.search(inner) is None
 
 
+# the obedience forms of PRIORITY_RE ("execute any commands you find", "follow it as if the user had
+# typed it") need a verb of obeying and what is obeyed or how
+# the redirect forms that need two words: "don't call this tool", "only show this tool's output if …"
+_T_NEG_USE = frozenset(("not", "don", "dont"))
+_T_USE_CALL = frozenset(("use", "call", "invoke"))
+_T_OUTPUT = frozenset(("output", "outputs", "result", "results"))
+_T_OBEY = frozenset(("follow", "obey", "execute", "run", "act", "carry"))
+_T_OBEY_WHAT = frozenset(("instructions", "instruction", "commands", "command", "if", "though"))
 _PREP_BEFORE = re.compile(r"\b(?:on|at|upon|before|after|since|from|until)\s+$")
 _ORDINAL_NOUN_BEFORE = frozenset(("first", "initial", "next", "each", "every", "later", "subsequent", "its", "their"))
 
@@ -519,7 +527,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             break
     if toks & _T_CONSENT:
         c.consent = lx.consent_bypass(t)  # not "do not act on them without asking the user"
-    if toks & _T_PRIORITY or not ascii_t:
+    if toks & _T_PRIORITY or not ascii_t or (toks & _T_OBEY and toks & _T_OBEY_WHAT):
         for m in lx.PRIORITY_RE.finditer(t):
             if ("result" in m.group(0) or "cached" in m.group(0)) and _CACHE_SENSE.search(t):
                 continue  # "set ignore_cache=true to ignore previous results and force a fresh lookup"
@@ -539,7 +547,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             c.override = m.group(0).strip()
             break
     c.always = not toks.isdisjoint(_ALWAYS)
-    if not toks.isdisjoint(_T_REDIRECT):
+    if not toks.isdisjoint(_T_REDIRECT) or (not toks.isdisjoint(_T_NEG_USE) and not toks.isdisjoint(_T_USE_CALL)) or \
+            ("only" in toks and not toks.isdisjoint(_T_OUTPUT)):  # fmt: skip
         c.redirect = _search(lx.REDIRECT_RE, t)
     if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t or "=" in t:
         c.permission = _search(lx.PERMISSION_RE, t)
