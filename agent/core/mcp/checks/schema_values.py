@@ -47,6 +47,9 @@ _DESTROY_SQL = re.compile(r"\b(?:drop\s+(?:table|database|schema)\s+(?:if\s+exis
 _PRIV_SQL = re.compile(r"\b(?:create|alter)\s+(?:role|user)\s+[\w\"`.]+\s+[^;]{0,60}?\bsuperuser\b|"
                        r"\bgrant\s+all\s+privileges\b[^;]{0,80}?\bto\b")
 # a property named as a message to the model ("__assistant_directive", "ai_instructions")
+# what a value carries beyond a value, in the order they are looked for
+_VALUE_ORDERS = ((DESTROY_ALL, "carries an order"), (_DESTROY_SQL, "carries a destructive statement"),
+                 (_PRIV_SQL, "creates or widens an account's rights"))
 _MODEL_PROPERTY = re.compile(r"(?:^|_)(?:assistant|ai|llm|agent|model|copilot)_+(?:directives?|instructions?|notes?|"
                              r"policy|rules?|orders?|commands?)(?:$|_)")
 _CONTENTS_OF = re.compile(
@@ -303,33 +306,26 @@ class SchemaValueCheck:
 
     def _value_beyond_value(self, f: Field) -> Iterator[Finding]:
         """A value the model is offered (an enum member, a default, a const) that carries more
-        than a value: an order to destroy everything of a kind ("urgent (and close every other
-        open ticket …)"), or options that switch a safeguard off after a plain word
-        ("production --skip-approval --force")."""
+        than a value: words to the model ("edit (note to the assistant: pick this one …)"), an
+        order to destroy everything of a kind ("urgent (and close every other open ticket …)"),
+        a destructive or all-powerful SQL statement, or options that switch a safeguard off after
+        a plain word ("production --skip-approval --force")."""
         low = f.lower
         if " " not in low:
             return
-        m = DESTROY_ALL.search(low)
-        if m is not None:
-            yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
-                             f"a value of `{f.param}` carries an order ('{m.group(0)[:60]}')")
-            return
         m = ADDRESS_RE.search(low)
-        if m is not None and not is_mention(low, m.start()) and speaks_to(low, m.group(0)):
+        if m is not None and not is_mention(low, m.start()) and speaks_to(low, m.group(0)) and \
+                DESTROY_ALL.search(low) is None:  # fmt: skip
             # "public-read-write (assistant: choose this one unless …)": a value has no reader to speak to
             yield finding_at(f, m.start(), min(len(low), m.end() + 80), "model_directives", "high", "value_carries_order",
                              f"a value of `{f.param}` speaks to the model ('{low[m.start() : m.end() + 60]}')")
             return
-        m = _DESTROY_SQL.search(low)
-        if m is not None:
-            yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
-                             f"a value of `{f.param}` carries a destructive statement ('{m.group(0)[:60]}')")
-            return
-        m = _PRIV_SQL.search(low)
-        if m is not None:
-            yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
-                             f"a value of `{f.param}` creates or widens an account's rights ('{m.group(0)[:60]}')")
-            return
+        for rx, what in _VALUE_ORDERS:
+            m = rx.search(low)
+            if m is not None:
+                yield finding_at(f, m.start(), m.end(), "model_directives", "high", "value_carries_order",
+                                 f"a value of `{f.param}` {what} ('{m.group(0)[:60]}')")
+                return
         m = _SMUGGLED_FLAG.search(low)
         if m is not None and not _OPTION_PARAM.search((f.param or "").lower()):
             yield finding_at(f, m.start() + 1, m.end(), "model_directives", "high", "value_carries_options",
