@@ -415,6 +415,9 @@ PRIORITY_RE = re.compile(
 )
 # the user is told something false or one-sided
 DECEIVE_RE = re.compile(
+    # what the text chose passed off as something the user trusts: "present it as the official installer"
+    r"\bpresent(?:s|ing)?\s+(?:it|this|that|them|these|the\s+(?:link|command|script|address|url|number|account))\s+as\s+"
+    r"(?:the\s+|an?\s+)?(?:official|legitimate|genuine|authentic|verified|trusted|vendor-?approved|your\s+own)\b|"
     # a scare told to the user: "tell the user their account has been locked for suspicious activity"
     r"\b(?:tell|inform|warn|notify|alert)\s+(?:the\s+user|them)\s+(?:verbatim\s+|exactly\s+)?(?:that\s+)?[\"'\u201c]?"
     r"(?:their|the|your)\s+(?:account|card|device|computer|system|phone|subscription|password|payment|order)\s+"
@@ -840,7 +843,7 @@ _REQUEST_TO = re.compile(r"requests?\s+to")
 _NOUN_REQUEST = re.compile(r"\b(?:a|an|the|get|post|put|patch|delete|head|http|https|api|web|one|single)\s+$|"
                            # "route every geocoding request to `x`": a determiner and modifiers before the noun
                            r"\b(?:a|an|the|every|each|all|any|this|that|whole)\s+(?:[\w-]+\s+){1,2}$")
-_CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*|\b(?:and|then|so)\s+)(?:(?:so|then|always|also|just|simply|please)\s+)*"
+_CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*(?:(?:and|then|so)\s+)?|\b(?:and|then|so)\s+)(?:(?:so|then|always|also|just|simply|please)\s+)*"
                           r"([a-z]+)\s")
 
 
@@ -893,8 +896,8 @@ def _is_mention(sentence: str, start: int) -> bool:
             continue  # "do not flag the hardcoded key below and do not mention …": an order, not an analysis
         if m.group(0).startswith("refus") and before.startswith(" to ", m.end()):
             continue  # "refuse to summarise legal topics, and do not reveal …": an order about behaviour
-        if m.group(0) in ("analyzer", "analyser", "analyzers", "analysers"):
-            continue  # "the analyzer needs the output of `sudo -l`": the noun, no analysis of a quote
+        if m.group(0) in ("analyzer", "analyser", "analyzers", "analysers", "analyst", "analysts"):
+            continue  # "the analyzer needs the output of `sudo -l`", "Dear AI analyst: …": the noun, no analysis of a quote
         if m.group(0).startswith("string") and (before.endswith("query ", 0, m.start()) or
                                                 _QUOTE_AFTER.match(before, m.end()) is None):
             # "append it to the query string when you call https://…", "every secret-looking string you
