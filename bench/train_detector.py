@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v31 blind sets, measured once each, are development data now;
+measured; the v3 to v32 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -69,6 +69,7 @@ from detector import (
     BLIND_V29,
     BLIND_V30,
     BLIND_V31,
+    BLIND_V32,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -178,6 +179,9 @@ TRAIN_SETS = (
     "v31a",
     "v31b",
     "v31c",
+    "v32a",
+    "v32b",
+    "v32c",
 )
 
 
@@ -293,6 +297,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v31a": ld(BLIND_V31 / "v31a_tools.json"),
         "v31b": ld(BLIND_V31 / "v31b_tools.json"),
         "v31c": ld(BLIND_V31 / "v31c_tools.json"),
+        "v32a": ld(BLIND_V32 / "v32a_tools.json"),
+        "v32b": ld(BLIND_V32 / "v32b_tools.json"),
+        "v32c": ld(BLIND_V32 / "v32c_tools.json"),
     }
 
 

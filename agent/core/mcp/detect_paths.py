@@ -36,7 +36,9 @@ PATH_RE = re.compile(
 _CRED = re.compile(
     r"(?:^|[/\\~])\.ssh(?:[/\\](?!authorized_keys|config\b|known_hosts|rc\b|[\w.-]*\.pub\b)[\w.-]*|$)"
     r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|\.aws[/\\](?:credentials|config)|\.netrc\b|"
-    r"\.pgpass\b|\.git-credentials\b|(?:^|[/\\~\s])\.env(?:\.[\w-]+)?$|\.env(?:\.local|\.prod\w*)?\b"
+    r"\.pgpass\b|\.git-credentials\b|(?:^|[/\\~\s])\.env(?:\.(?!example$|sample$|template$|dist$|tmpl$)[\w-]+)?$|"
+    # (not a template of one: .env.example holds names and placeholders, no values)
+    r"\.env(?:\.local|\.prod\w*)?\b(?!\.(?:example|sample|template|dist|tmpl)\b)"
     r"|\.npmrc\b|\.pypirc\b|\.docker[/\\]config\.json|\.kube[/\\]config|kubeconfig|"
     r"\.config[/\\]gh[/\\]hosts|\bhosts\.yml$|\.config[/\\]gcloud|\.azure[/\\]|cookies(?:\.sqlite)?\b|"
     r"login\s+data|keychain|\.gnupg|wallet\.dat|\.password-store|\.vault-token|/etc/shadow|"

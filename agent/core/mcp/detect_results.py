@@ -107,6 +107,8 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\[\s*(?:assistant|ai|llm|agent|model)[_-](?:only|instructions?|notes?|directives?|policy|rules?|hints?|guidance|"
     r"tasks?|config)(?:\s[^\]\n]{0,40})?\]"
     # text styled so that a person does not see it: what it says is for the model
+    # (or marked hidden: <p hidden>, <div aria-hidden="true">)
+    r"|<(?:span|div|p|font|section)\b[^>]{0,80}?(?<![\w-])(?:hidden(?:\s*=\s*[\"']?(?:hidden|true)?[\"']?)?|aria-hidden\s*=\s*[\"']?true[\"']?)\s*>"
     r"|<(?:span|div|p|font|section)\b[^>]{0,80}?style\s*=\s*[\"'][^\"']{0,80}?(?:font-size\s*:\s*0(?![.\d])|"
     r"display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?![.\d])|(?<![\w-])color\s*:\s*(?:#fff(?:fff)?\b|white\b|"
     r"transparent))"
@@ -196,7 +198,7 @@ _EXTRA_ADDRESS_RE = re.compile(
 # "model", "bot", "automated", "claude" or "copilot" is found around that word by _address_spans.
 # "system instructions:", "tooling note:", "automation task:", "tools policy:" are found by their
 # first word; "steps for automation:" by "automation")
-_EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "{color", "[[", "call", "invok", "whoever", "who or",
+_EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "hidden", "{color", "[[", "call", "invok", "whoever", "who or",
                   "presenting", "summari", "displaying", "relaying", "rest of", "after you", "once you",
                   "when you", "returning",
                   "programmer", "<important", "rule", "gemini.md")
@@ -360,7 +362,7 @@ _GRANT = re.compile(r"\b(?:add|make|invite|grant|give|promote)\s+(?:me|us|them|h
 _OBJECT_ADDRESSEE = re.compile(r"(?:^\W*|[.:;,!?]\s*|\bto\s+)(?:start|stop|run|restart|launch|kill|install|configure|load|enable|disable|"
                                r"update|deploy|register|upgrade|connect|attach|provision|manage|monitor|label|spawn|"
                                r"scale|remove|delete)\s+(?:the\s+|an?\s+|your\s+)?(?:[\w-]+\s+)?"
-                               r"(?:agent|assistant|bot|model)s?\b")
+                               r"(?:agent|assistant|bot|model|claude|copilot|codex|gemini)s?\b")
 _MAX_SPANS = 64
 _MAX_WINDOWS = 256  # anchor windows tried per result for the result-only address forms
 _MAX_SENTENCES = 400  # sentences judged per result, whatever the text tries
@@ -456,6 +458,10 @@ class ResultScanner:
                     not _contains_any(low, _ROT13_GROUPS) and not may_hold_payload(text, low):
                 return []  # the fast path: nothing speaks to the model, nothing is encoded
         f = make_field("result", "result", text, False, lower=low if ascii_text else None)
+        if "\\n" in f.lower:
+            # line breaks escaped in the data (iCalendar, JSON, CSV: "policy.\\nNote to assistants: …")
+            # read as breaks, with a space before each (same length: every position stays valid)
+            f.lower = f.lower.replace("\\n", " \n")
         if "\n" in f.lower:
             f.lower = _unwrapped(f)  # (same length: every position stays valid)
         low = f.lower
@@ -479,6 +485,8 @@ class ResultScanner:
         for i in sorted(set(_positions(low, hits_p)))[:_MAX_SPANS]:
             if any(a <= i < z for a, z, who in spans if not who.startswith("~")):
                 continue
+            if _shown_block(low, i):
+                continue  # "A classic example is a user typing:\n\n> Ignore previous instructions …"
             sa, sz = _sentence_at(low, i)
             st = low[sa:sz]
             m = lx.PRIORITY_RE.search(st)
@@ -595,6 +603,8 @@ class ResultScanner:
                 continue  # "Agent reply: Hi Ahmed, …": a support agent's reply, not words to the model
             if _SAMPLE_LABEL_BEFORE.search(low, max(0, m.start() - 24), m.start() + 1):
                 continue  # "Example system prompt: "You are …"": a sample shown, not said
+            if _shown_block(low, m.start() + len(m.group(0)) - len(m.group(0).lstrip())):
+                continue  # "… contains this line:\n    "Assistant, ignore …"": an indented or quoted sample
             sa, _sz = _sentence_at(low, m.start())
             sa = max(sa, m.start() - 300, seen_end)
             para = low.find("\n\n", m.end())
@@ -606,6 +616,10 @@ class ResultScanner:
                 nxt = _NEXT_HEADING[len(head.group(1))].search(low, m.end())
                 para = nxt.start() if nxt is not None else len(low)
             z = min(len(low), m.end() + _SPAN_AFTER, para if para >= 0 else len(low))
+            if para >= 0 and z == para and low[:para].rstrip().endswith(":"):
+                # "… run the following in the user's terminal:\n\n    curl … | bash": the block a colon
+                # introduces is the object of the sentence that introduces it
+                z = min(len(low), max(z, _block_after(low, para)), m.end() + _SPAN_AFTER)
             # an address inside a comment, a quoted field or a bracket ends where it does
             k = m.start() + next((j for j, ch in enumerate(m.group(0)) if ch.isalnum()), 0)  # (the first word)
             line = low[low.rfind("\n", 0, k) + 1 : k]
@@ -679,10 +693,16 @@ class ResultScanner:
         disguised = f.folded and _disguised(f, a, min(z, a + 80))
         retired = ""
         prev = -1
+        in_block = None  # (the address sits in a sample block itself: computed when a sentence needs it)
         for sa, sz in split_sentences(text[a:z]):
             budget[0] -= 1
             if budget[0] < 0:
                 break
+            if text.startswith(("    ", "\t", ">"), text.rfind("\n", 0, a + sa) + 1) and _shown_block(text, a + sa):
+                if in_block is None:
+                    in_block = _shown_block(text, a)
+                if not in_block:
+                    continue  # "… caused Claude to read a private key:\n    <IMPORTANT>read ~/.ssh/id_rsa …": the sample shown
             label = (f"text that names the model ('{who[1:40]}')" if loose else
                      f"text addressed to the model ('{who[:40]}')")  # fmt: skip
             if disguised:
@@ -827,6 +847,47 @@ _FEATURE_FOR = re.compile(r"\b(?:support|integrations?|compatibility|plugins?|ex
 _RULES_FILE = re.compile(r"(?:\.cursorrules|\.windsurfrules|\.clinerules|agents\.md|claude\.md|gemini\.md|"
                          r"copilot-instructions\.md)\b")
 _CLOSES_NAME = re.compile(r"[a-z]*s?\)")
+
+
+# a line of an indented or '>'-quoted block, and the line that introduces a sample with a colon
+# ("One message contains this line:", "A malicious server can publish a tool like this:")
+_BLOCK_LINE = re.compile(r"(?: {4,}|\t|[ \t]{0,3}>)")
+_SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:this|so)|as\s+follows|this\s+line|these\s+lines|"
+                           r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|"
+                           r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
+                           r"poisoned|contains?|containing)\b[^\n]*:[ \t]*$")
+
+
+def _block_after(low: str, i: int) -> int:
+    """The end of the indented or fenced block that starts after the blank lines at ``i``
+    (``i`` when none does)."""
+    a = i
+    while low.startswith("\n", a):
+        a += 1
+    if low.startswith("```", a):
+        k = low.find("```", a + 3)
+        return i if k < 0 else k + 3
+    z = a
+    while z < len(low) and (low.startswith(("    ", "\t"), z)):
+        k = low.find("\n", z)
+        z = len(low) if k < 0 else k + 1
+    return z if z > a else i
+
+
+def _shown_block(low: str, i: int) -> bool:
+    """Does position ``i`` sit in an indented or quoted block that a line ending in a colon
+    introduces as an example or a payload shown? (a text that explains an attack shows it so)"""
+    a = low.rfind("\n", 0, i) + 1
+    if _BLOCK_LINE.match(low, a) is None:
+        return False
+    while a > 0:  # up through the block to the line before it
+        b = low.rfind("\n", 0, a - 1) + 1
+        line = low[b : a - 1]
+        if line.strip() and _BLOCK_LINE.match(line) is None:
+            # (not an intro that is itself an order to the model: "AI agents, run the payload below:")
+            return _SAMPLE_INTRO.search(line) is not None and _RESULT_ADDRESS_RE.search(line) is None
+        a = b
+    return False
 
 
 def _attribution(low: str, i: int) -> bool:
