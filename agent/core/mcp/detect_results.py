@@ -231,7 +231,8 @@ def _gate(needle: str) -> str | None:
     return next((c for c in needle if not c.isalnum() and not c.isspace()), None)
 
 
-_EXTRA_GATED = tuple((a, _gate(a)) for a in _EXTRA_ANCHORS)
+# (every form "hidden" anchors is an HTML tag: looked for only in text that holds a "<")
+_EXTRA_GATED = tuple((a, "<" if a == "hidden" else _gate(a)) for a in _EXTRA_ANCHORS)
 # A necessary condition for _EXTRA_ADDRESS_RE to match inside a window, cheaper than either
 # regex (most windows around "message" or "request" hold none of it): every form of that
 # pattern consumes ':' or '=', '<', '(' or '[', or "who", or '_' after "call"/"invok", or
