@@ -4,7 +4,6 @@ words stay below an alert, it explains itself, and the service passes siblings."
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent.core.mcp.detect_score import WEIGHTS_PATH, load_model
+from agentsh.agent.core.mcp.detect_score import load_model
 from agentsh.agent.core.mcp.detector import Detector, max_severity, reaches
 from agentsh.agent.core.mcp.service import _Inspector
 from agentsh.agent.core.policy.schema import DetectionConfig
@@ -39,21 +38,17 @@ def test_shipped_weights_load_and_are_used_by_the_detector(det: Detector) -> Non
 
 
 @pytest.mark.slow
-def test_training_is_deterministic_and_reproduces_the_shipped_weights(tmp_path: Path) -> None:
-    shipped = WEIGHTS_PATH.read_text()
-    out = tmp_path / "w.json"
-    r = subprocess.run([sys.executable, str(TRAIN), "--out", str(out)], capture_output=True, text=True,
-                       timeout=600, cwd=ROOT)  # fmt: skip
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads(out.read_text()) == json.loads(shipped)
+def test_training_is_deterministic_and_reproduces_the_shipped_weights() -> None:
+    # one fresh training, compared by the script with the shipped file, entry for entry
+    # (a second training into a scratch file proved nothing more and cost minutes of the suite)
     r = subprocess.run([sys.executable, str(TRAIN), "--check"], capture_output=True, text=True,
                        timeout=600, cwd=ROOT)  # fmt: skip
-    assert r.returncode == 0 and "reproduced" in r.stdout, r.stdout[-2000:]
+    assert r.returncode == 0 and "shipped weights reproduced" in r.stdout, r.stdout[-2000:]
 
 
 @pytest.mark.slow
 def test_generalization_estimate_script_runs_and_reports_held_out_recall() -> None:
-    r = subprocess.run([sys.executable, str(TRAIN), "--estimate", "--which", "loao", "--epochs", "2"],
+    r = subprocess.run([sys.executable, str(TRAIN), "--estimate", "--which", "loao", "--epochs", "1"],
                        capture_output=True, text=True, timeout=900, cwd=ROOT)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     for held in ("v4a+v4b", "v3b", "v3a", "v3a+v3b", "test_tools", "dev_tools"):
