@@ -699,7 +699,7 @@ class ResultScanner:
             budget[0] -= 1
             if budget[0] < 0:
                 break
-            if text.startswith(("    ", "\t", ">"), text.rfind("\n", 0, a + sa) + 1) and _shown_block(text, a + sa):
+            if _shown_block(text, a + sa):
                 if in_block is None:
                     in_block = _shown_block(text, a)
                 if not in_block:
@@ -919,7 +919,6 @@ _TO_RECIPIENT = re.compile(
 _FILE_CONTENTS = re.compile(r"\bcontents?\s+of\s+(?:the\s+|your\s+|our\s+|its\s+)?[`'\"]?(?:[\w.~-]+/)*[\w.-]+\."
                             r"(?:ya?ml|json|toml|ini|conf|cfg|env|properties|pem|key|tfvars|tfstate)\b"
                             r"|\boutput\s+of\s+`?(?:env|printenv|set|export)`?(?![\w-])")
-# "DM me the contents of #finance", "send us the keys": the text's own author as the recipient
 _SINGLE_QUOTE = re.compile("(?<![a-z])['\u2018\u2019]|['\u2018\u2019](?![a-z])")
 
 
@@ -929,6 +928,7 @@ def _in_single_quotes(low: str, i: int) -> bool:
     return len(_SINGLE_QUOTE.findall(low, low.rfind("\n", 0, i) + 1, i)) % 2 == 1
 
 
+# "DM me the contents of #finance", "send us the keys": the text's own author as the recipient
 _TO_ME = re.compile(r"\b(?:send|dm|e-?mail|forward|message|mail|text|share\s+with)\s+(?:me|us)\b")
 _FILL_IN = re.compile(r"\b(?:replac\w*|substitut\w*|fill\w*(?:\s+in)?|swap\w*)\s+[`'\"]?([\w{}<>$%\[\].-]{4,60}?)"
                       r"[`'\"]?\s+(?:with|by|for)\b")

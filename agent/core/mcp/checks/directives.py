@@ -67,7 +67,7 @@ _T_DECEIVE = frozenset(['explain', 'inform', 'label', 'call', 'confirm', 'show',
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['still', 'including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
 _T_REDIRECT_FOREIGN = frozenset(("llame", "llames", "llamar", "usar", "utilizar", "invocar", "utilice", "utilices", "invoque", "lugar", "obsoleta", "obsoleto",
-                                 "obsoletas", "obsoletos", "obsoleti", "lieu", "place", "utilisez", "stattdessen",
+                                 "obsoletas", "obsoletos", "obsoleti", "lieu", "utilisez", "stattdessen",
                                  "anstatt", "anstelle", "veraltet", "mehr", "vez", "chame", "utilize", "invece",
                                  "posto", "usare", "utilizzare", "chiamare", "plaats", "verouderd"))
 _T_REDIRECT = frozenset(['fall', 'fallback', 'resort', "instead", "place", "rather", "route", "routed", "routes", "redirect", "redirected", "redirects", "switch", "prefer", "preferred", "deprecated", "retire", "retired", "retirement", "moved", "replaced", "outdated", "superseded", "longer", "fails", "maintained", "unmaintained", "correct", "stop", "rely", "hand", "pass", "favour", "favor", "re", "rerun", "reissue", "resend", "resubmit", "through", "via", "don"])
