@@ -10,7 +10,7 @@ import random
 import string
 from urllib.parse import quote
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentsh.agent.core.flow import FlowEngine
@@ -80,6 +80,8 @@ def _matched(e: FlowEngine, session: str, text: str) -> bool:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# (found once by this test: base64 glued behind "0se/", whose prefix decoded to letters stuck to the secret)
+@example(seed=0, kind="identifier", enc="base64", before="0se", after="", sep1="/", sep2=" ", context="")
 @given(
     seed=st.integers(0, 2**32),
     kind=st.sampled_from(["identifier", "aws_access_key", "github_token"]),
@@ -276,3 +278,16 @@ def test_winnowing_keeps_one_fingerprint_in_every_window() -> None:
             assert chosen & set(hs[i : i + w]), (w, i)
         if w > 1:
             assert len(chosen) < len(hs)
+
+
+def test_base64_glued_behind_a_path_segment_still_carries_the_secret() -> None:
+    # a prefix of four base64 characters decodes to three stray bytes; when they read as
+    # letters, they stick to the decoded secret unless the run is also read after the '/'
+    rnd = random.Random(0)
+    secret = _id_secret(rnd)
+    e = _engine()
+    e.record("s", "Read", None, f"value: {secret}", arguments={"file_path": "/home/u/notes.txt"})
+    for glue in ("0se/", "docs/a/", "ab+c/"):
+        arg = glue + base64.b64encode(secret.encode()).decode()
+        v = e.check("s", "mcp__slack__post_message", None, {"channel": "x", "text": arg}, can_ask=True)
+        assert v.matched_origins, arg

@@ -173,6 +173,7 @@ _SIMPLE_ESC = {
 }
 _MAX_VIEWS = 48
 _MAX_B64_RUNS = 64
+_MAX_GLUE_CUTS = 4  # '/' or '+' inside a base64 run after which it is read again
 
 
 def _unbackslash(m: re.Match[str]) -> str:
@@ -211,22 +212,29 @@ def _b64_candidates(run: str) -> Iterator[str]:
         # text glued to standard base64 ("token_QUtJ…+…"): try what follows the glue
         cut = max(run.rfind("-"), run.rfind("_"))
         run, alt = run[cut + 1 :], False
-    for off in range(4):
-        body = run[off:]
-        if len(body) % 4 == 1:
-            body = body[:-1]
-        if len(body) < 8:
-            break
-        padded = body + "=" * (-len(body) % 4)
-        try:
-            raw = (
-                base64.urlsafe_b64decode(padded) if alt else base64.b64decode(padded, validate=True)
-            )
-        except (binascii.Error, ValueError):
-            continue
-        s = _utf8(raw)
-        if s is not None:
-            yield s
+    starts = [0]
+    if not alt:
+        # text glued to standard base64 by a character of its alphabet ("0se/eG53…", "path/QUtJ…"):
+        # the prefix decodes to stray bytes that can read as letters stuck to the secret, so the
+        # run is also read from just after each of its first few '/' and '+'
+        starts += [i + 1 for i, ch in enumerate(run[: len(run) - 8]) if ch in "/+"][:_MAX_GLUE_CUTS]
+    for start in starts:
+        for off in range(4):
+            body = run[start + off :]
+            if len(body) % 4 == 1:
+                body = body[:-1]
+            if len(body) < 8:
+                break
+            padded = body + "=" * (-len(body) % 4)
+            try:
+                raw = (
+                    base64.urlsafe_b64decode(padded) if alt else base64.b64decode(padded, validate=True)
+                )
+            except (binascii.Error, ValueError):
+                continue
+            s = _utf8(raw)
+            if s is not None:
+                yield s
 
 
 def views(text: str, min_len: int, depth: int = 2) -> list[str]:
