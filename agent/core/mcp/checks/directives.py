@@ -66,7 +66,9 @@ _T_PRIORITY = frozenset(['mode', 'bypass', 'comply', 'dan', 'developer', 'disreg
 _T_DECEIVE = frozenset(['explain', 'inform', 'label', 'call', 'confirm', 'show', 'display', 'sharing', 'sending', 'posting', 'emailing', 'mailing', 'giving', 'handing', 'reusing', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['still', 'including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhängig', 'whatever', 'независимо'])  # fmt: skip
-_T_REDIRECT_FOREIGN = frozenset(("llame", "llames", "llamar", "usar", "utilizar", "invocar", "utilice", "utilices", "invoque", "lugar", "obsoleta", "obsoleto",
+# a word that each alternative of lx.FOREIGN_REDIRECT_RE needs (keep in step with it; "no use `x_y`"
+# is gated by "no" with "use" in find_cues)
+_T_REDIRECT_FOREIGN = frozenset(("esta", "este", "uses", "mantiene", "funciona", "llame", "llames", "llamar", "usar", "utilizar", "invocar", "utilice", "utilices", "invoque", "lugar", "obsoleta", "obsoleto",
                                  "obsoletas", "obsoletos", "obsoleti", "lieu", "utilisez", "stattdessen",
                                  "anstatt", "anstelle", "veraltet", "mehr", "vez", "chame", "utilize", "invece",
                                  "posto", "usare", "utilizzare", "chiamare", "plaats", "verouderd"))
@@ -554,7 +556,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
     if not toks.isdisjoint(_T_REDIRECT) or (not toks.isdisjoint(_T_NEG_USE) and not toks.isdisjoint(_T_USE_CALL)) or \
             ("only" in toks and not toks.isdisjoint(_T_OUTPUT)):  # fmt: skip
         c.redirect = _search(lx.REDIRECT_RE, t)
-    if not c.redirect and (not ascii_t or not toks.isdisjoint(_T_REDIRECT_FOREIGN)):
+    if not c.redirect and (not ascii_t or not toks.isdisjoint(_T_REDIRECT_FOREIGN) or ("no" in toks and "use" in toks)):
         c.redirect = _search(lx.FOREIGN_REDIRECT_RE, t)
     if not toks.isdisjoint(_T_PERMISSION) or "777" in t or "666" in t or "a+" in t or "=" in t:
         c.permission = _search(lx.PERMISSION_RE, t)
