@@ -110,16 +110,20 @@ class _Inspector:
             b"\0".join(sorted(canonical_json(p).encode() for p in peers))
         ).digest()
         names = [str(t.get("name", "")) for t in tools]
+        # one context per tools/list: the peers, the server and every name listed. A tool's
+        # siblings are the listed names but its own, and its own name is in its definition,
+        # so (definition, context) decides them (hashed once, not once per tool: O(n), not O(n²))
+        distinct = sorted(set(names))
+        ctx = hashlib.sha256(
+            b"\0".join([peer_key, (server or "").encode(), *(n.encode() for n in distinct)])
+        ).digest()
         out: dict[str, list[DetectionResult]] = {}
         for tool, name in zip(tools, names, strict=True):
-            siblings = sorted({n for n in names if n != name})
-            ctx = hashlib.sha256(
-                b"\0".join([peer_key, (server or "").encode(), *(n.encode() for n in siblings)])
-            ).digest()
             key = (hashlib.sha256(canonical_json(tool).encode()).digest(), ctx)
             hit = self._cache.get(key)
             if hit is None:
                 try:
+                    siblings = [n for n in distinct if n != name]
                     hit = [_as_result(r) for r in self.detector.inspect(
                         tool, peers=peers, siblings=siblings, server=server)]
                 except Exception as e:  # fail closed: a definition that breaks the analysis is not clean
