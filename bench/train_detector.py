@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v32 blind sets, measured once each, are development data now;
+measured; the v3 to v33 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -70,6 +70,7 @@ from detector import (
     BLIND_V30,
     BLIND_V31,
     BLIND_V32,
+    BLIND_V33,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -182,6 +183,9 @@ TRAIN_SETS = (
     "v32a",
     "v32b",
     "v32c",
+    "v33a",
+    "v33b",
+    "v33c",
 )
 
 
@@ -300,6 +304,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v32a": ld(BLIND_V32 / "v32a_tools.json"),
         "v32b": ld(BLIND_V32 / "v32b_tools.json"),
         "v32c": ld(BLIND_V32 / "v32c_tools.json"),
+        "v33a": ld(BLIND_V33 / "v33a_tools.json"),
+        "v33b": ld(BLIND_V33 / "v33b_tools.json"),
+        "v33c": ld(BLIND_V33 / "v33c_tools.json"),
     }
 
 

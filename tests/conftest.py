@@ -200,8 +200,20 @@ def daemon(daemon_factory: Callable[..., DaemonProc]) -> DaemonProc:
 _EXIT_STATUS: list[int] = [0]
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the long subprocess checks the selected tests need (tests/early_commands.py)."""
+    import early_commands
+
+    for item in session.items:
+        for mark in item.iter_markers("early"):
+            early_commands.start(mark.args[0])
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _EXIT_STATUS[0] = int(exitstatus)
+    import early_commands
+
+    early_commands.stop_all()
 
 
 @pytest.hookimpl(trylast=True)

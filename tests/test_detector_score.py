@@ -4,11 +4,11 @@ words stay below an alert, it explains itself, and the service passes siblings."
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import early_commands
 import pytest
 
 from agentsh.agent.core.mcp.detect_score import load_model
@@ -37,19 +37,25 @@ def test_shipped_weights_load_and_are_used_by_the_detector(det: Detector) -> Non
     assert len(m.weights) > 1000
 
 
+# (both run in the background from the end of collection: tests/early_commands.py)
+TRAIN_CHECK = early_commands.register("train_check", [sys.executable, str(TRAIN), "--check"])
+ESTIMATE = early_commands.register("estimate", [sys.executable, str(TRAIN), "--estimate", "--which", "loao",
+                                                "--epochs", "1"])  # fmt: skip
+
+
 @pytest.mark.slow
+@pytest.mark.early(TRAIN_CHECK)
 def test_training_is_deterministic_and_reproduces_the_shipped_weights() -> None:
     # one fresh training, compared by the script with the shipped file, entry for entry
     # (a second training into a scratch file proved nothing more and cost minutes of the suite)
-    r = subprocess.run([sys.executable, str(TRAIN), "--check"], capture_output=True, text=True,
-                       timeout=600, cwd=ROOT)  # fmt: skip
+    r = early_commands.result(TRAIN_CHECK, timeout=900)
     assert r.returncode == 0 and "shipped weights reproduced" in r.stdout, r.stdout[-2000:]
 
 
 @pytest.mark.slow
+@pytest.mark.early(ESTIMATE)
 def test_generalization_estimate_script_runs_and_reports_held_out_recall() -> None:
-    r = subprocess.run([sys.executable, str(TRAIN), "--estimate", "--which", "loao", "--epochs", "1"],
-                       capture_output=True, text=True, timeout=900, cwd=ROOT)  # fmt: skip
+    r = early_commands.result(ESTIMATE, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     for held in ("v4a+v4b", "v3b", "v3a", "v3a+v3b", "test_tools", "dev_tools"):
         assert f"held out: {held} +" in r.stdout, r.stdout

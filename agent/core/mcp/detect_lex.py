@@ -234,8 +234,8 @@ CONCEAL_RE = re.compile(
     r"evaluation|review|notes|minutes|user)|(?:when|as)\s+you\s+(?:report|summari[sz]e|write|answer|"
     r"reply|present)\b[^.\x00]{0,60}?\b(?:leave\s+out|omit|hide|drop|skip|exclude)|"
     # the user's wish not to see it, claimed by the text: "the user has opted out of seeing diff output"
-    r"the\s+user\s+(?:has\s+)?(?:opted\s+out\s+of|(?:asked|chosen|elected|decided)\s+not\s+to)\s+(?:seeing|see|being\s+"
-    r"(?:shown|told|notified)|receiv\w+|view\w*|hear\w*)|"
+    r"the\s+user\s+(?:has\s+)?(?:opted\s+out\s+of|(?:asked|chosen|elected|decided)\s+not\s+to)\s+(?:seeing|see|be(?:ing)?\s+"
+    r"(?:shown|told|notified|alerted|bothered)|receiv\w+|view\w*|hear\w*)|"
     r"the\s+user\s+(?:must|should|may|is\s+to)\s+not\s+(?:learn|know|find\s+out|hear|see)\b|"
     r"(?:do\s+not|don'?t|never)\s+acknowledge\s+(?:that\s+)?(?:anything|something|it|this)|"
     r"not\s+for\s+the\s+user|hidden\s+from\s+the\s+user|(?:leave\s+out|omit|hide|suppress|skip|"
@@ -304,6 +304,9 @@ CONSENT_RE = re.compile(
     r"|as\s+(?:already\s+)?(?:authori[sz]ed|approved|pre-?approved|confirmed)\s+by\s+(?:the\s+)?"
     r"(?:user|administrator|admin|owner|operator)"
     r"|without\s+(?:any\s+)?(?:confirmation|approval|permission|consent|review)"
+    # "you do not need to confirm again before passing them on": consent claimed as already given
+    r"|(?:do\s+not|don'?t|no|never)\s+need\s+to\s+(?:re-?confirm|(?:confirm|ask|check)\s+(?:\w+\s+){0,2}?"
+    r"(?:again|twice|each\s+time|every\s+time|anymore|any\s+more))"
     r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
     r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
 )
@@ -652,6 +655,11 @@ PERMISSION_RE = re.compile(
     r"approval\s+prompt|"
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
     r"enable_admin_mode|--grant-root|confirm=true|"
+    # a role or group of rights named as an argument: role="finance_admin", group="Okta-Administrators"
+    r"(?:role|group|scope|permission|access|level)s?\s*[=:]\s*[\"'`]?[\w.-]*(?:admin(?:istrator)?s?|owners?|root|superusers?)\b|"
+    r"[a-z]+_elevat\w*|"
+    # a value or mode named for skipping the safeguard: "force_no_confirm", "skip_confirmation", "force_delete"
+    r"(?:force|skip|bypass|without)_(?:no_)?confirm\w*|[a-z_]*no_?confirm\w*|force_[a-z]\w*|dangerously_[a-z]\w*|"
     # a safety switch turned off, or approval turned automatic, as a value
     r"(?:redact\w*|mask\w*|anonymi[sz]e\w*|read_?only|dry_?run|safe_?mode|sandbox(?:ed)?|verify(?:_ssl|_tls)?|confirm\w*|require\w*_approval|"
     r"approval_required)[\"']?\s*[=:]\s*false|"
@@ -970,6 +978,6 @@ GATE_CHARS = ("to the user", "show the user", "your reply", "your answer", "your
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
-    ["force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "explain", "mention", "mentioning", "reveal", "disclose", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
+    ["force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

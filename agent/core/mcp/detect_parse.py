@@ -449,10 +449,13 @@ def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None =
     else:
         prep = _PREPARE(raw)  # shared by equal texts: a Prepared is never changed
         lower = prep.lower
+    if "e-mail" in lower:
+        lower = _E_MAIL.sub(" email", lower)  # "e-mail the file to …": the verb "email" (same length)
     return Field(path, kind, raw, lower, prep, param or _param_of(path), syntax)
 
 
 _PREPARE = TextMemo(prepare)
+_E_MAIL = re.compile(r"(?<![a-z0-9])e-mail")
 
 
 def _param_of(path: str) -> str | None:
@@ -498,6 +501,10 @@ def parse_tool(
         # syntax ("string", "uri") is neither prose nor hiding anything
         fields = [Field(path, kind, raw, raw.lower(), None, param, False)
                   for path, kind, raw, syn, param in items if not syn]
+        if "-mail" in joined or "-Mail" in joined or "-MAIL" in joined:
+            for f in fields:
+                if "e-mail" in f.lower:
+                    f.lower = _E_MAIL.sub(" email", f.lower)  # (as make_field reads it)
     else:
         fields = [make_field(path, kind, raw, syn, param) for path, kind, raw, syn, param in items
                   if not (syn and _is_plain(raw))]
