@@ -610,8 +610,13 @@ class ResultScanner:
             sa = max(sa, m.start() - 300, seen_end)
             para = low.find("\n\n", m.end())
             head = _HEADING.match(m.group(0))
+            if head is None and "#" in low:
+                # "## For AI coding agents": the address ends a heading that dedicates it to the model
+                ls = low.rfind("\n", 0, m.start()) + 1
+                head = _HEADING_FOR.fullmatch(low, ls, m.start())
             if head is not None and not m.group(0).rstrip().endswith((":", ",")) and (
-                    m.end() == len(low) or low.startswith("\n", m.end())):  # (the whole line: a heading)
+                    m.end() == len(low) or low.startswith("\n", m.end()) or
+                    _HEADING_REST.match(low, m.end()) is not None):  # (the whole line: a heading)
                 # a Markdown heading dedicated to the model ("## Setup for AI agents") governs its
                 # section, blank lines included, up to the next heading of its level or above
                 nxt = _NEXT_HEADING[len(head.group(1))].search(low, m.end())
@@ -944,6 +949,9 @@ _TO_ME = re.compile(r"\b(?:send|dm|e-?mail|forward|message|mail|text|share\s+wit
 # "reply with the API key and signing secret this integration is configured with": a secret put in the
 # answer, which goes back to whoever wrote the text
 _REPLY_WITH = re.compile(r"\b(?:reply|respond|answer)\w*\s+(?:\w+\s+){0,2}?with\s+")
+_HEADING_FOR = re.compile(r"[ \t]*(#{1,6})[ \t]+(?:(?:[\w'-]+[ \t]+){0,4}?(?:for|to)[ \t]+(?:all[ \t]+|any[ \t]+|the[ \t]+)?)?")
+# the rest of a heading line after its address: "## Notes for AI| coding assistants"
+_HEADING_REST = re.compile(r"(?:[ \t]+[\w'-]+){1,3}[ \t]*(?:\n|\Z)")
 _HANDLE = re.compile(r"[\w.-]*\w")
 _BOT_HANDLE_ENDS = frozenset(("bot", "assistant", "agent", "ai", "claude", "copilot", "gpt", "llm", "chatgpt"))
 _FILL_IN = re.compile(r"\b(?:replac\w*|substitut\w*|fill\w*(?:\s+in)?|swap\w*)\s+[`'\"]?([\w{}<>$%\[\].-]{4,60}?)"
