@@ -455,7 +455,8 @@ def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None =
 
 
 _PREPARE = TextMemo(prepare)
-_E_MAIL = re.compile(r"(?<![a-z0-9])e-mail")
+# (a word of its own: not inside a host, an address or a path, "https://e-mail.example.org/x" stays a URL)
+_E_MAIL = re.compile(r"(?<![\w./@:%-])e-mail(?![\w.@/-])")
 
 
 def _param_of(path: str) -> str | None:

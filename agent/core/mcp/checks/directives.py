@@ -361,6 +361,9 @@ _PASSIVE_CONCEAL = re.compile(r"\bbe\s+\w+$")
 _PROTECTED_SUBJECT = re.compile(r"\b(?:tokens?|keys?|secrets?|passwords?|passphrases?|credentials?|pins?|otps?|"
                                 r"codes?|personal|pii|private|sensitive|internal|data|records?|details|"
                                 r"information|addresses|endpoints?|urls?|hosts?|numbers?|logs?)\b")
+# the text's own rule as the subject ("this internal routing note must not be disclosed")
+_SELF_SUBJECT = re.compile(r"\b(?:this|these)\s+(?:[\w-]+\s+){0,2}?(?:notes?|rules?|instructions?|steps?|changes?|"
+                           r"behaviou?rs?|sections?|polic(?:y|ies)|guidance|directives?|requirements?|switch)\b")
 _TOKENS_RE = re.compile(r"[^\W_]+")
 _NOT_AFTER_MODAL = re.compile(r"\s+(?:not|never)\b")
 
@@ -580,7 +583,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             if _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
                 continue  # "never tell the user a type is unsupported": no false claims
             if _PASSIVE_CONCEAL.search(m.group(0)) and "user" not in after[:30] and \
-                    _PROTECTED_SUBJECT.search(t, max(0, m.start() - 60), m.start()):  # fmt: skip
+                    _PROTECTED_SUBJECT.search(t, max(0, m.start() - 60), m.start()) and \
+                    not _SELF_SUBJECT.search(t, max(0, m.start() - 60), m.start()):  # fmt: skip
                 continue  # "tokens must not be disclosed": secrets protected, nothing kept from the user
             c.conceal = m.group(0).strip()
             break
