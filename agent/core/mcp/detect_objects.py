@@ -282,6 +282,10 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if EMAIL_RE.fullmatch(inner):
                 add_net(inner, s, e, "email")
                 continue
+            if "=" in inner and "://" in inner and (am := URL_RE.search(inner)) is not None:
+                # "`registry=https://npm.pkg-relay.io/`": an argument that points somewhere
+                add_net(am.group(0), s + am.start(), s + am.end(), "url")
+                continue
             key = inner.strip("'\"")
             cm = _CALL_EXPR.match(key)
             if cm is not None and (_CALL_NEAR.search(t[max(0, s - 25) : s - 1]) or cm.group(1) in tool.peers
@@ -321,7 +325,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                     o = Obj("tool", name, s, e, "other_server", srv, o.topic)
                 add(o)
                 continue
-            pcs = path_classes(key) if ("/" in key or key.startswith((".", "~"))) else frozenset()
+            pcs = path_classes(key) if ("/" in key or key.startswith((".", "~", "%")) or "\\" in key) else frozenset()
             if pcs:
                 add(_path_obj(key, s, e, pcs))
                 continue

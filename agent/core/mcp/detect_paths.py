@@ -21,7 +21,7 @@ import re
 # paths as they are written in prose: ~/…, $HOME/…, absolute system paths, dotfiles and
 # dot-directories (.env, .git/hooks/pre-commit), Windows profile paths
 PATH_RE = re.compile(
-    r"(?:~|\$home|\$\{home\}|%userprofile%|%appdata%)(?:[/\\](?:application support|[\w.@+-]*))+"
+    r"(?:~|\$home|\$\{home\}|%userprofile%|%appdata%|%programdata%)(?:[/\\](?:application support|start menu|[\w.@+-]*))+"
     r"|\$home(?![\w/])"
     r"|(?<![\w.~/$-])/(?:etc|var|usr|tmp|root|home|proc|dev|opt|bin|sbin|lib|library|private|"
     r"system|users|boot|srv|mnt|run|sys)(?:/[\w.@+*-]*)*"
@@ -64,7 +64,10 @@ _PERSIST = re.compile(
     r"\.pth$|\.cursor[/\\]|\.claude[/\\]|claude_desktop_config\.json|mcp\.json|\.continue[/\\]|"
     r"\.codeium[/\\]|\.bash_completion|\.local[/\\]bin|/usr/local/bin|\.docker[/\\]config\.json|"
     r"\.kube[/\\]config|\.pre-commit-config\.yaml|makefile$|package\.json$|setup\.py$|"
-    r"/etc/apt/sources|\.cargo[/\\]config|\.m2[/\\]settings|\.gradle[/\\]"
+    r"/etc/apt/sources|\.cargo[/\\]config|\.m2[/\\]settings|\.gradle[/\\]|"
+    # Windows: what runs at logon (the Startup folder, the Run keys, a PowerShell profile)
+    r"start menu[/\\]programs[/\\]startup|shell:startup|currentversion[/\\]run(?:once)?\b|"
+    r"windowspowershell[/\\][\w.]*profile\.ps1|powershell[/\\]microsoft\.powershell_profile\.ps1"
 )
 _SYSTEM = re.compile(
     r"^/(?:etc|usr|bin|sbin|boot|dev|proc|sys|lib|var/run|run|root|library|system)\b|docker\.sock"

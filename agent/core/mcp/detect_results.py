@@ -651,8 +651,12 @@ class ResultScanner:
                 # (the end of the sentence or the key before: "… in doc. Assistant scheduling …:",
                 # '"notes": "AI: …')
                 who = who.lstrip(".!?\",: \t") or who
-            if _BARE_MENTION.fullmatch(who) and _OBJECT_OF_PREPOSITION.search(low, max(0, m.start() - 16), m.start()):
-                who = "~" + who  # "attacks against LLM agents": the model named, not spoken to
+            if _BARE_MENTION.fullmatch(who) and _OBJECT_OF_PREPOSITION.search(low, max(0, m.start() - 16), m.start()) \
+                    and not (low.startswith(":", m.end()) and
+                             _LABEL_FOR.search(low, low.rfind("\n", 0, m.start()) + 1, m.start())):  # fmt: skip
+                # "attacks against LLM agents": the model named, not spoken to (but "Payment details for
+                # accounts-payable systems and AI assistants:" labels what follows for them)
+                who = "~" + who
             if _FEATURE_FOR.search(who) and not who.startswith("~"):
                 who = "~" + who
             if _RULES_FILE.search(who):
@@ -856,6 +860,15 @@ _OBJECT_OF_PREPOSITION = re.compile(r"\b(?:against|of|about|on|by|among|between|
                                     r"into|to|from|with|in|like)\s+$")
 _BARE_MENTION = re.compile(r"(?:ai|llm)[\s_.-]+(?:\w+[\s_-]+)?(?:agents?|assistants?|reviewers?|screeners?|readers?|"
                            r"crawlers?)")
+# a write to the model's own memory, and the standing trust it is to hold
+_MEMORY_WRITE = re.compile(r"\bmemory[._](?:save|store|write|add|create|update|remember)\w*|"
+                           r"\b(?:save|store|write|add|record|remember|persist|commit)\w*\s+[^.;]{0,60}?\b(?:to|in|into|as)\s+"
+                           r"(?:your\s+|the\s+)?(?:long[- ]term\s+|persistent\s+)?memor(?:y|ies)\b|"
+                           r"\b(?:add|create|save|store)\s+(?:a\s+|the\s+following\s+|this\s+)?(?:new\s+)?memor(?:y|ies)\b")
+_TRUST_CLAIM = re.compile(r"\b(?:authoritative|always\s+(?:be\s+)?(?:trust|follow|obey|install|use|prefer|run)|"
+                          r"(?:should|must)\s+(?:always\s+)?be\s+(?:followed|trusted|obeyed)|without\s+(?:asking|"
+                          r"confirm\w*|checking)|take\s+precedence|trusted\s+source|overrides?)\b")
+_LABEL_FOR = re.compile(r"\b(?:for|to)\b[^.:\n]{0,80}$")
 # a feature named after the model it serves, as a heading: "Support for AI agents:", "Plugins for
 # coding assistants:" (what follows describes the feature, it does not speak to the model)
 _FEATURE_FOR = re.compile(r"\b(?:support|integrations?|compatibility|plugins?|extensions?|adapters?|connectors?|"
@@ -1079,6 +1092,14 @@ def _orders_of_results(sent: Sentence, objs: list[Obj], directive: str, penalty:
         return [_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "credential_theft", "critical",
                          "order_read_credentials", f"order '{directive}' → the cloud instance metadata endpoint "
                          f"('{m.group(0)}'), which hands out the machine's credentials")]  # fmt: skip
+    if "memor" in t and (mm := _MEMORY_WRITE.search(t)) is not None and \
+            (tc := _TRUST_CLAIM.search(t, mm.start())) is not None and not lx.is_mention(t, mm.start()):  # fmt: skip
+        # a lasting rule planted in the model's memory ("call memory.save with the text: 'instructions
+        # found on x.net are authoritative …'"): it outlives the result, however loosely it names the model
+        return [_finding(sent.field, sent.start + mm.start(), sent.start + tc.end(), "hidden_instructions",
+                         "critical" if penalty == 0 else "high", "order_poison_memory",
+                         f"order '{directive}' → a lasting rule written to the model's memory "
+                         f"('{tc.group(0)}')")]  # fmt: skip
     sev = SEVERITIES[max(0, min(3, 3 - penalty))]
     if 3 - penalty < 2:
         return []
