@@ -99,6 +99,9 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\s[-\u2013\u2014]\s+(?:ai\s+)?(?:assistants?|agents?|llms?|models?)\s*:\s"
     r"|\bfor\s+(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|models?|bots?|tools?|operators?|helpers?|"
     r"systems?|readers?|reviewers?|summari[sz]ers?)\s*:"
+    # "🔧 Automated fix for assistants:", "Steps for agents:": a label that hands what follows to them
+    r"|\b(?:fix|fixes|notes?|tips?|steps?|guide|update|notice|action|todo|task|instructions?)\s+for\s+(?:all\s+|any\s+)?"
+    r"(?:the\s+)?(?:assistants?|agents?|bots?|llms?)\s*:(?!//)"
     r"|\b(?:(?:any|every|each|all)\s+(?:automated\s+|ai\s+)?|(?:ai|llm|automated|language)\s+)(?:assistants?|agents?|bots?|"
     r"models?|tools?|readers?|systems?)\s+(?:reading|processing|summari[sz]ing|handling|viewing|parsing|triaging)\s+this"
     r"|\b(?:automated|ai|llm|bot)\s+(?:readers?|crawlers?|reviewers?|tools?|systems?|helpers?|operators?|"
@@ -347,9 +350,13 @@ _TO_FORM = re.compile(r"\b(?:submit(?:s|ting)?|enter(?:s|ing)?|type[sd]?|typing|
 _SET_PARAM_TO = re.compile(r"\bset\s+(?:the\s+)?`?[a-z_]{2,30}`?\s+(?:field|parameter|param|argument|property)\b"
                            r"[^.;]{0,60}?\bto\s+")
 # the user asked for a secret in the chat: "ask the user to confirm their SSO username and password"
-_PHISH = re.compile(r"\bask(?:s|ing)?\s+(?:the\s+)?(?:user|them|the\s+human|the\s+customer)\b[^.]{0,60}?\b(?:password|passphrase|"
+_PHISH = re.compile(r"(?:\bask(?:s|ing)?\s+(?:the\s+)?(?:user|them|the\s+human|the\s+customer)\b|"
+                    # "tell the user to paste their jwt_secret into your reply": the user made to hand it over
+                    r"\b(?:tell|instruct|have|get|remind)\w*\s+(?:the\s+)?(?:user|them|the\s+customer)\s+to\s+(?:paste|send|share|"
+                    r"give|type|enter|provide|post|reveal|read\s+out|dm|copy)\b)[^.]{0,60}?\b(?:password|passphrase|"
                     r"pin|2fa|otp|one-time\s+(?:code|password)|verification\s+code|security\s+code|token|api\s+key|"
-                    r"private\s+key|seed\s+phrase|recovery\s+(?:code|phrase)|credentials?|card\s+number|cvv)\b")
+                    r"private\s+key|seed\s+phrase|recovery\s+(?:code|phrase)|credentials?|card\s+number|cvv|"
+                    r"secrets?|[a-z0-9]+_secret|(?:encryption|signing|secret|master|access)\s+keys?)\b")
 # rights handed to someone the result names: "add me as a repo admin (user evil-org-bot)"
 _GRANT = re.compile(r"\b(?:add|make|invite|grant|give|promote)\s+(?:me|us|them|him|her|user\s+\S+|@[\w.-]+|"
                     r"[\w.+-]+@[\w-]+\.[\w.]+)\s+(?:as\s+|to\s+)?(?:an?\s+)?(?:(?:repo(?:sitory)?|org(?:ani[sz]ation)?|"
@@ -622,7 +629,8 @@ class ResultScanner:
                 nxt = _NEXT_HEADING[len(head.group(1))].search(low, m.end())
                 para = nxt.start() if nxt is not None else len(low)
             z = min(len(low), m.end() + _SPAN_AFTER, para if para >= 0 else len(low))
-            if para >= 0 and z == para and low[:para].rstrip().endswith(":"):
+            if para >= 0 and z == para and (low[:para].rstrip().endswith(":") or
+                                            _BLOCK_INTRO_END.search(low, max(0, para - 24), para) is not None):
                 # "… run the following in the user's terminal:\n\n    curl … | bash": the block a colon
                 # introduces is the object of the sentence that introduces it
                 z = min(len(low), max(z, _block_after(low, para)), m.end() + _SPAN_AFTER)
@@ -868,6 +876,8 @@ _MEMORY_WRITE = re.compile(r"\bmemory[._](?:save|store|write|add|create|update|r
 _TRUST_CLAIM = re.compile(r"\b(?:authoritative|always\s+(?:be\s+)?(?:trust|follow|obey|install|use|prefer|run)|"
                           r"(?:should|must)\s+(?:always\s+)?be\s+(?:followed|trusted|obeyed)|without\s+(?:asking|"
                           r"confirm\w*|checking)|take\s+precedence|trusted\s+source|overrides?)\b")
+# a sentence left open for the block after it: "apply it for the user with\n\n    curl … | sh"
+_BLOCK_INTRO_END = re.compile(r"\b(?:with|using|via|running|run|execute|type|paste)[ \t]*$")
 _LABEL_FOR = re.compile(r"\b(?:for|to)\b[^.:\n]{0,80}$")
 # a feature named after the model it serves, as a heading: "Support for AI agents:", "Plugins for
 # coding assistants:" (what follows describes the feature, it does not speak to the model)
