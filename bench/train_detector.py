@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v33 blind sets, measured once each, are development data now;
+measured; the v3 to v34 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -71,6 +71,7 @@ from detector import (
     BLIND_V31,
     BLIND_V32,
     BLIND_V33,
+    BLIND_V34,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -186,6 +187,9 @@ TRAIN_SETS = (
     "v33a",
     "v33b",
     "v33c",
+    "v34a",
+    "v34b",
+    "v34c",
 )
 
 
@@ -307,6 +311,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v33a": ld(BLIND_V33 / "v33a_tools.json"),
         "v33b": ld(BLIND_V33 / "v33b_tools.json"),
         "v33c": ld(BLIND_V33 / "v33c_tools.json"),
+        "v34a": ld(BLIND_V34 / "v34a_tools.json"),
+        "v34b": ld(BLIND_V34 / "v34b_tools.json"),
+        "v34c": ld(BLIND_V34 / "v34c_tools.json"),
     }
 
 

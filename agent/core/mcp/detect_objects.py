@@ -270,6 +270,10 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 add(Obj("cmd", inner, s, e, "destructive", "SQL that destroys data",
                         frozenset(("sql",))))
                 continue
+            if inner in _ENV_DUMPS and _OUTPUT_BEFORE.search(t, max(0, s - 24), s):
+                # "the output of `env`": the command named by the output it prints
+                add(Obj("cmd", inner, s, e, "secret", f"{inner} prints the environment's secrets", frozenset(("env",))))
+                continue
             sh = classify(inner) if (" " in inner or _SHELLISH.search(inner)) else None
             if sh is not None:
                 add(Obj("cmd", inner, s, e, sh.klass, sh.why, frozenset(map(stem, sh.names))))
@@ -625,6 +629,7 @@ _PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|th
 # "export the private key and pass it in reason": a bare word that names a parameter, as where a value goes
 _PASS_INTO_BEFORE = re.compile(r"\b(?:pass|put|place|include|insert|paste|copy|send|supply|provide|fill)\w*\s+"
                                r"(?:it|them|this|that|these|those|its\s+\w+|their\s+\w+)\s+(?:in|into|as|via|under)\s+$")
+_OUTPUT_BEFORE = re.compile(r"\b(?:output|result|results|contents?|dump|printout)\s+of\s+`?$|\bprinted\s+by\s+`?$")
 _PARAM_AFTER = re.compile(r"\s+(?:parameter|argument|field|param|property)\b")
 _PARAM_SET = re.compile(r"\s*=\s*[\w'\"]")
 

@@ -54,7 +54,8 @@ OTHER = frozenset(("[", "[[", "git", "kubectl", "make", "echo", "printf", "expor
                    "certutil", "bitsadmin", "mshta", "rundll32", "regsvr32", "wmic", "cmd",
                    "nohup", "timeout", "xargs", "watch", "alias", "defaults", "chattr",
                    "systemd-run", "at", "cron", "crontab", "kubectx", "jq", "yq", "sqlite3",
-                   "psql", "mysql", "redis-cli", "mongo", "mongosh", "node", "tsc"))  # fmt: skip
+                   "psql", "mysql", "redis-cli", "mongo", "mongosh", "node", "tsc", "set-mppreference",
+                   "add-mppreference", "ufw", "setenforce", "netsh"))  # fmt: skip
 KNOWN = (DOWNLOADERS | INTERPRETERS | PRIVESC | INSTALLERS | NETCMDS | RECON | SECRET_CMDS
          | READERS | WRITERS | DESTRUCTIVE | OTHER) - {".", "pass", "type", "host", "w", "at",
                                                           "open", "op", "http", "fetch", "set",
@@ -237,6 +238,12 @@ def classify(text: str) -> Shell | None:
             hit("dl_exec", f"{name} fetches and runs code")
         if name in PRIVESC:
             hit("privesc", f"{name} changes privileges")
+        if (name in ("set-mppreference", "add-mppreference") and re.search(r"-disable\w*\s+\$?(?:true|1)\b|-exclusion\w*",
+                                                                          joined)) or \
+                (name == "ufw" and re.search(r"\bdisable\b", joined)) or \
+                (name == "setenforce" and re.search(r"\b(?:0|permissive)\b", joined)) or \
+                (name == "netsh" and re.search(r"firewall\b.*\bstate\s+off|opmode\s+disable", joined)):  # fmt: skip
+            hit("privesc", f"{name} turns a security control off")
         if name in ("chmod", "chown", "chattr"):
             if re.search(r"\b(?:0?777|0?666|a\+[rwx]+|o\+[rwx]+|\+s|u\+s|g\+s|-r\s+a|ugo\+)", joined) \
                     or any(path_class(a) in ("persist", "cred", "home", "system") for a in args):  # fmt: skip

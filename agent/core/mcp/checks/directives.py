@@ -353,6 +353,8 @@ class Cues:
 
 
 _T_PASSIVE = frozenset(["is", "are", "gets", "get"])
+_AUDIENCE_BEFORE = re.compile(r"\b(?:meant|intended|written|aimed|designed|targeted|addressed|hidden)\s+(?:only\s+)?"
+                              r"(?:for|at|to)\s+(?:[\w-]+\s+(?:or|and)\s+)?\W?$")
 _ASIDE = re.compile(r"\s*\([^()]{0,120}\)")
 _NO_NEED_AGAIN = re.compile(r"\b(?:do\s+not|don'?t|no|never)\s+need\s+to\s+(?:re-?confirm|(?:confirm|ask|check)\s+"
                             r"(?:\w+\s+){0,2}?(?:again|twice|each\s+time|every\s+time|anymore|any\s+more))\b")
@@ -555,7 +557,11 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             mi.group(1) in lx.IMPERATIVE_VERBS:  # fmt: skip
         # "do not use review_pr for this one; instead call merge_pull_request": the order is the second
         c.directive, c.kind = mi.group(0).strip(" ;,.-"), "imperative"
-    if (not ascii_t or toks & _T_ADDRESS) and (a := _search(lx.ADDRESS_RE, t)):
+    if (not ascii_t or toks & _T_ADDRESS) and (am := lx.ADDRESS_RE.search(t)) is not None and \
+            _AUDIENCE_BEFORE.search(t, max(0, am.start() - 48), am.start()) is None:  # fmt: skip
+        # (not "text meant for crawlers or AI agents that a person would not see": the audience of
+        # something the sentence describes, named, not spoken to)
+        a = am.group(0).strip()
         c.address = a
         if not c.directive or c.kind == "imperative":
             c.directive, c.kind = c.directive or a, "address"
@@ -762,6 +768,7 @@ def _addressed_in_hidden_frame(t: str, address: str, framed: str) -> bool:
 
 # ------------------------------------------------------------------ judging
 
+_BARE_SWITCH = re.compile(r"[\w.-]+(?:\s+-{1,2}[\w-]+)*(?:\s+\([^()]{0,60}\))?")
 _CMD_LEVEL = {"revshell": 3, "dl_exec": 3, "privesc": 3, "secret": 3, "persist": 3, "eval": 3, "exfil": 3,
               "destructive": 2, "install": 2, "net": 2, "recon": 2, "write": 2, "plain": 1}  # fmt: skip
 _CMD_WHAT = {"revshell": "reverse shell", "dl_exec": "download-and-execute", "privesc": "privilege", "secret": "reads secrets",
@@ -973,6 +980,12 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             lvl = _CMD_LEVEL[o.klass] if d else (2 if o.klass == "revshell" else
                                                  1 if _CMD_LEVEL[o.klass] == 3 else 0)
             rel = related(o, tool, in_first)
+            if rel and sent.field.param and _is_flag(tool, sent.field.param) and \
+                    _BARE_SWITCH.fullmatch(o.text) is not None and \
+                    o.text.split(None, 1)[0] == sent.field.param.lower():  # fmt: skip
+                # a command tool's switch named after the prefix it adds: `sudo`: "Prefix with sudo -n" says
+                # what it does (the command alone with its options, nothing it would run)
+                continue
             if rel:
                 lvl -= 1
             add(_Verdict(lvl, "shell_injection", "order_shell_command", o,
@@ -1261,6 +1274,13 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             _SESSION_HARVEST.search(t) is not None and not any(v.category == "exfiltration" for v in out):  # fmt: skip
         add(_Verdict(2, "exfiltration", "order_data_into_parameter", None,
                      f"parameter `{sent.field.param}` asks for the model's instructions or the session's data"))
+    # "env_dump: Output of `env` (all variables with values)": a value that is a secret-revealing command's output
+    if not act and implicit_param and sent.field.kind in ("param_desc", "param_title") and \
+            not _is_flag(tool, sent.field.param) and _OUTPUT_OF.search(t) is not None and \
+            any(o.kind == "cmd" and o.klass == "secret" for o in objs) and \
+            not any(v.category == "credential_theft" for v in out):  # fmt: skip
+        add(_Verdict(2, "credential_theft", "order_secret_into_parameter", None,
+                     f"parameter `{sent.field.param}` asks for the output of a command that reveals secrets"))
     # secrets into the reply or out of the machine
     own_secret = sent.first and any(o.kind == "secret" and frozenset(stem(w) for w in o.text.split()) & tool.name_stems
                                     for o in objs)  # "Exchange the stored refresh token …" of `refresh_token`
@@ -1600,6 +1620,7 @@ _LOOKUP_NAME = re.compile(r"(?:get|list|search|find|read|fetch|describe|show|loo
 _PASS_ALONG = re.compile(r"\b(?:pass(?:es)?|passing|forward(?:s|ing)?|hand(?:s|ing)?|send(?:s|ing)?|use|uses|"
                          r"using|follow(?:s|ing)?|honou?r(?:s|ing)?|respect(?:s|ing)?|apply|applies|include)\s+"
                          r"(?:it\s+|them\s+)?(?:along\s+|on\s+|through\s+|exactly\s+|verbatim\s+)?$")
+_OUTPUT_OF = re.compile(r"\b(?:output|result|results|contents?|dump|printout)\s+of\b|\bas\s+printed\s+by\b|\bpaste\s+(?:in\s+)?what\b")
 _EXPORT_SECRET = re.compile(r"\b(?:export|extract|dump|copy|retrieve|obtain)\w*\s+(?:the\s+|its\s+|their\s+|your\s+|"
                             r"each\s+|every\s+|all\s+)?(?:[\w'-]+\s+){0,3}?(?:private\s+keys?|passwords?|passphrases?|"
                             r"secrets?|(?:api|access|signing)\s+keys?|credentials?|psks?|seed\s+phrases?)\b")
