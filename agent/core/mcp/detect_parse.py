@@ -449,9 +449,12 @@ def make_field(path: str, kind: str, raw: str, syntax: bool, param: str | None =
     else:
         prep = _PREPARE(raw)  # shared by equal texts: a Prepared is never changed
         lower = prep.lower
-    if "e-mail" in lower:
-        lower = _E_MAIL.sub(" email", lower)  # "e-mail the file to …": the verb "email" (same length)
-    return Field(path, kind, raw, lower, prep, param or _param_of(path), syntax)
+    return Field(path, kind, raw, _mail_verb(lower), prep, param or _param_of(path), syntax)
+
+
+def _mail_verb(lower: str) -> str:
+    """The verb "e-mail" read as "email" ("e-mail the file to …"; same length: positions stay valid)."""
+    return _E_MAIL.sub(" email", lower) if "e-mail" in lower else lower
 
 
 _PREPARE = TextMemo(prepare)
@@ -504,8 +507,7 @@ def parse_tool(
                   for path, kind, raw, syn, param in items if not syn]
         if "-mail" in joined or "-Mail" in joined or "-MAIL" in joined:
             for f in fields:
-                if "e-mail" in f.lower:
-                    f.lower = _E_MAIL.sub(" email", f.lower)  # (as make_field reads it)
+                f.lower = _mail_verb(f.lower)  # (as make_field reads it)
     else:
         fields = [make_field(path, kind, raw, syn, param) for path, kind, raw, syn, param in items
                   if not (syn and _is_plain(raw))]
