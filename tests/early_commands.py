@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -22,7 +22,7 @@ class _Early:
     proc: subprocess.Popen[bytes] | None = None
     out: IO[bytes] | None = None
     err: IO[bytes] | None = None
-    result: subprocess.CompletedProcess[str] | None = field(default=None)
+    result: subprocess.CompletedProcess[str] | None = None
 
 
 _COMMANDS: dict[str, _Early] = {}
