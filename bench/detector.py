@@ -78,6 +78,7 @@ BLIND_V31 = DATA / "detector_blind_v31"
 BLIND_V32 = DATA / "detector_blind_v32"
 BLIND_V33 = DATA / "detector_blind_v33"
 BLIND_V34 = DATA / "detector_blind_v34"
+BLIND_V35 = DATA / "detector_blind_v35"
 THRESHOLD = "high"
 FROZEN_SHA256 = {
     "test_tools.json": "738c33e4a8ff1209bcd1dba6c64aaff2efdcb9950353821aff8f838adb22dabd",

@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v34 blind sets, measured once each, are development data now;
+measured; the v3 to v35 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -72,6 +72,7 @@ from detector import (
     BLIND_V32,
     BLIND_V33,
     BLIND_V34,
+    BLIND_V35,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -190,6 +191,9 @@ TRAIN_SETS = (
     "v34a",
     "v34b",
     "v34c",
+    "v35a",
+    "v35b",
+    "v35c",
 )
 
 
@@ -314,6 +318,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v34a": ld(BLIND_V34 / "v34a_tools.json"),
         "v34b": ld(BLIND_V34 / "v34b_tools.json"),
         "v34c": ld(BLIND_V34 / "v34c_tools.json"),
+        "v35a": ld(BLIND_V35 / "v35a_tools.json"),
+        "v35b": ld(BLIND_V35 / "v35b_tools.json"),
+        "v35c": ld(BLIND_V35 / "v35c_tools.json"),
     }
 
 

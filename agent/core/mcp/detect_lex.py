@@ -140,13 +140,13 @@ _ADDRESSEE = (
 )
 # what follows "agent" or "assistant" in a product's or a setting's name ("Agent Platform", "agent config")
 _PRODUCT_NOUN = (
-    r"(?:platform|sdk|kit|builder|framework|engine|studio|server|service|api|library|runtime|toolkit|"
+    r"(?:platform|sdk|kit|builder|desktop|app|cli|framework|engine|studio|server|service|api|library|runtime|toolkit|"
     r"protocol|development|hub|console|marketplace|gallery|store|catalog|registry|manager|pool|class|"
     r"config(?:uration)?s?|settings?|options?|version|id|name|type)"
 )
 ADDRESS_RE = re.compile(
     # a note/hint/message for the model, "if you are an AI …"
-    r"\b(?:(?:notes?|notice|message|reminder|hint|instructions?|directive|guidance|heads-?up|p\.?s\.?|"
+    r"\b(?:(?:notes?|notice|message|reminder|hint|instructions?|directive|guidance|heads[\s-]?up|p\.?s\.?|"
     r"attention|dear|hey)[\s_-]+(?:to|for)?|if[\s_-]+you(?:\s+are|'re)\s+an?)[\s_-]+"
     r"(?:(?:the|any|all|every|each|automated|autonomous|coding|other)[\s_-]+)?"
     r"(?:[\w-]+[\s_-]+){0,2}?" + _ADDRESSEE + r"\b"
@@ -232,7 +232,7 @@ CONCEAL_RE = re.compile(
     r"(?:leave\s+out|omit|hide|drop|skip|exclude|remove)\s+(?:it|this|them|any|all|the|that)\b[^.\x00]{0,60}?"
     r"\b(?:from|in|of)\s+(?:your|the)\s+(?:reply|replies|answer|summary|report|response|output|"
     r"evaluation|review|notes|minutes|user)|(?:when|as)\s+you\s+(?:report|summari[sz]e|write|answer|"
-    r"reply|present)\b[^.\x00]{0,60}?\b(?:leave\s+out|omit|hide|drop|skip|exclude)|"
+    r"reply|present)\b[^.\x00]{0,60}?\b(?:leave\s+(?:(?:it|this|them|that)\s+)?out|omit|hide|drop|skip|exclude)|"
     # the user's wish not to see it, claimed by the text: "the user has opted out of seeing diff output"
     r"the\s+user\s+(?:has\s+)?(?:opted\s+out\s+of|(?:asked|chosen|elected|decided)\s+not\s+to)\s+(?:seeing|see|be(?:ing)?\s+"
     r"(?:shown|told|notified|alerted|bothered)|receiv\w+|view\w*|hear\w*)|"

@@ -331,7 +331,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 continue
             pcs = path_classes(key) if ("/" in key or key.startswith((".", "~", "%")) or "\\" in key) else frozenset()
             if pcs:
-                add(_path_obj(key, s, e, pcs))
+                add(_path_obj(key, s, e, _from_template(t, s, pcs)))
                 continue
             hm = HOST_RE.fullmatch(key.split("/")[0]) if "." in key else None
             if hm is not None:
@@ -416,7 +416,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             pcs = path_classes(p)
             if not pcs and not (p.startswith(("~", "/", "$home")) or "/" in p):
                 continue
-            add(_path_obj(p, m.start(), m.start() + len(p), pcs))
+            add(_path_obj(p, m.start(), m.start() + len(p), _from_template(t, m.start(), pcs)))
     # "this URL" in a parameter's description: the parameter's own default or example
     if sent.field.param is not None and _THIS_VALUE.search(t):
         for v in _param_values(tool, sent.field.param):
@@ -684,7 +684,8 @@ _BACKEND_BEFORE = re.compile(r"\b(?:which|that|it)\s+(?:calls|uses|queries|wraps
                              r"talks\s+to|fetches\s+from|reads\s+from)\s+(?:the\s+)?(?:api\s+(?:at|of)\s+)?$")
 _LOCATIVE_BEFORE = re.compile(r"\b(?:in|into|during|throughout|within)\s+(?:this|the|a|our)\s+$")
 _FIELD_AFTER = re.compile(r"\s*(?:is|are)\s+(?:present|set|empty|missing|null|true|false|returned|absent|"
-                          r"non-empty|given|provided|included)\b|\s*(?:exists|field|value|key|property|column)\b")
+                          r"non-empty|given|provided|included)\b|\s*(?:exists|field|value|key|property|column|timestamp|date|"
+                          r"datetime|attribute|header|flag|parameter|argument|setting|option)\b")
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an)\s+`$")  # "and a `user_code`": a value, not a tool
 
 
@@ -726,6 +727,17 @@ def path_topic(p: str) -> frozenset[str]:
     words += [w[:-2] for w in words if w.endswith("rc") and len(w) > 4]
     words += [x for w in words for x in _FILE_PROGRAMS.get(w, ())]
     return frozenset(stem(w) for w in words if len(w) > 1)
+
+
+# "Copy `.env.example` to `.env.local`": the file made from a template (names, placeholders), not read
+_FROM_TEMPLATE_BEFORE = re.compile(r"\b(?:copy|cp|duplicate|rename|mv|move)\s+`?[\w./~-]*\.(?:example|sample|template|"
+                                   r"dist|tmpl)`?\s+(?:to|into|as)\s+`?$")
+
+
+def _from_template(t: str, s: int, pcs: frozenset[str]) -> frozenset[str]:
+    if "cred" in pcs and _FROM_TEMPLATE_BEFORE.search(t, max(0, s - 80), s) is not None:
+        return pcs - {"cred"}
+    return pcs
 
 
 def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:

@@ -459,7 +459,9 @@ def _mail_verb(lower: str) -> str:
 
 _PREPARE = TextMemo(prepare)
 # (a word of its own: not inside a host, an address or a path, "https://e-mail.example.org/x" stays a URL)
-_E_MAIL = re.compile(r"(?<![\w./@:%-])e-mail(?![\w.@/-])")
+# (nor the noun before what it names: "e-mail addresses, IPs, bearer tokens")
+_E_MAIL = re.compile(r"(?<![\w./@:%-])e-mail(?![\w.@/-])(?!\s+(?:address(?:es)?|accounts?|clients?|servers?|"
+                     r"messages?|notifications?|inbox(?:es)?|aliases|domains?|headers?|lists?|templates?)\b)")
 
 
 def _param_of(path: str) -> str | None:

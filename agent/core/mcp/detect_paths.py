@@ -45,7 +45,7 @@ _CRED = re.compile(
     r"/etc/gshadow|\.(?:bash|zsh|sh|mysql|psql|python)_history|/proc/(?:self|\d+|\*)/environ|"
     r"credentials\.json|application_default_credentials|token\.json|\.pem$|\.key$|\.p12$|\.pfx$|"
     r"\.boto\b|\.s3cfg\b|\.terraformrc|\.config[/\\]op[/\\]|\.bitcoin|\.ethereum|\.solana|"
-    r"secrets?\.(?:ya?ml|json|env|toml)|\.htpasswd"
+    r"secrets?\.(?:ya?ml|json|env|toml)|\.htpasswd|\.ovpn\b|\.config[/\\]openvpn\b|/etc/openvpn\b"
     # a browser's profile: its cookies, saved passwords and session tokens
     r"|google[/\\]chrome|chromium[/\\]|mozilla[/\\]firefox|firefox[/\\]profiles|bravesoftware|"
     r"microsoft[/\\]edge|vivaldi[/\\]|opera\s+software"

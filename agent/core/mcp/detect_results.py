@@ -47,6 +47,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     stem,
 )
 from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS
+from agentsh.agent.core.mcp.needles import NeedleSet
 
 if TYPE_CHECKING:
     from agentsh.agent.core.mcp.detector import Detector
@@ -80,13 +81,13 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
     r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt|tasks?|"
     r"requests?|reminders?|requirements?|messages?|protocol)(?:[\s_-]+\w{1,12})?\b[\"']?"
-    r"\s*(?:for\s+[^:\n]{0,40})?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
+    r"\s*(?:(?:for|from)\s+[^:\n]{0,40})?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
     # "(automation notice) Agents reading this page: …": the reader named by what it does, as a label
     r"|\b(?:agents?|assistants?|models?|bots?|llms?)\s+(?:reading|processing|handling|viewing|triaging|"
-    r"summari[sz]ing|parsing)\s+this\b[^.:\n]{0,30}:"
+    r"summari[sz]ing|parsing)\s+this\b[^.:\n]{0,30}?(?::|\s[-\u2013\u2014]{1,2}\s)"
     # "Agents reading this documentation are required to …": the reader at work, told what it must do
     r"|\b(?:agents?|assistants?|models?|bots?|llms?)\s+(?:reading|processing|handling|viewing|triaging|"
     r"summari[sz]ing|parsing)\s+this\s+(?:[\w-]+\s+){0,2}?(?:are|is|must|should|shall|needs?|ha(?:ve|s)\s+to)\b"
@@ -104,7 +105,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"(?:the\s+)?(?:assistants?|agents?|bots?|llms?)\s*:(?!//)"
     r"|\b(?:(?:any|every|each|all)\s+(?:automated\s+|ai\s+)?|(?:ai|llm|automated|language)\s+)(?:assistants?|agents?|bots?|"
     r"models?|tools?|readers?|systems?)\s+(?:reading|processing|summari[sz]ing|handling|viewing|parsing|triaging)\s+this"
-    r"|\b(?:automated|ai|llm|bot)\s+(?:readers?|crawlers?|reviewers?|tools?|systems?|helpers?|operators?|"
+    r"|\b(?:automated|ai|llm|bot|machine)\s+(?:readers?|crawlers?|reviewers?|tools?|systems?|helpers?|operators?|"
     r"workers?|summari[sz]ers?)\s*:"
     # "[assistant-instruction priority=high] … [/assistant-instruction]"
     r"|\[\s*(?:assistant|ai|llm|agent|model)[_-](?:only|instructions?|notes?|directives?|policy|rules?|hints?|guidance|"
@@ -140,7 +141,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"(?!be\b|have\b|not\b)[a-z]{3,}\b"
     # text coloured white in wiki or issue markup: "{color:#ffffff}Hey Claude, …{color}"
     r"|\{color:\s*(?:#fff(?:fff)?|white)\s*\}"
-    r"|\b(?:must|should|please)\s+(?:first\s+|also\s+)?(?:call|invoke)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+"
+    r"|\b(?:must|should|please)\s+(?:first\s+|also\s+)?(?:call|invoke)\s+`?(?:[a-z][\w-]*\.)?[a-z][a-z0-9]*_[a-z0-9_]+"
     r"|\b(?:fyi|psst|hey|note|tip|memo)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?(?:assistants?|"
     r"agents?|bots?|models?|llms?|ai)\b"
     r"|\b(?:note|notes|tip|memo|reminder|message|instructions?|workflow|steps|procedure|requirements?|"
@@ -204,7 +205,7 @@ _EXTRA_ADDRESS_RE = re.compile(
 _EXTRA_ANCHORS = ("system", "tooling", "automation", "tools", "style", "hidden", "{color", "[[", "call", "invok", "whoever", "who or",
                   "presenting", "summari", "displaying", "relaying", "rest of", "after you", "once you",
                   "when you", "returning",
-                  "programmer", "<important", "rule", "gemini.md")
+                  "programmer", "<important", "rule", "gemini.md", "machine")
 # Two forms tried only around their own anchors, with patterns of their own (every alternative
 # of _EXTRA_ADDRESS_RE costs every window of every result):
 # a banner that opens a block of the model's own prompt: "### SYSTEM PROMPT UPDATE ###",
@@ -288,8 +289,10 @@ def _needle_groups(needles: Iterable[str]) -> tuple[tuple[str | None, tuple[str,
     return tuple((g, tuple(n for n in ns if _gate(n) == g)) for g in gates)
 
 
-def _contains_any(low: str, groups: tuple[tuple[str | None, tuple[str, ...]], ...]) -> bool:
+def _contains_any(low: str, groups: tuple[tuple[str | None, tuple[str, ...]], ...], at: _At = None) -> bool:
     """``any(n in low for n in needles)`` for the needles of ``groups``."""
+    if at is not None:
+        return any(n in at for _g, ns in groups for n in ns)
     for g, ns in groups:
         if g is not None and g not in low:
             continue
@@ -307,7 +310,9 @@ _NOT_ADDRESSEE = re.compile(r"(?:build|ci|buildkite|jenkins|gitlab|teamcity|bamb
                             r"agent\s+forwarding|forwardagent|user[- ]agent|gpg[- ]agent|agent-based|travel\s+agent|estate\s+agent|"
                             r"assistant\s+(?:manager|director|professor|editor)|\bmodel\s+(?:number|year|no\b)|"
                             r"data\s+model|bot\s+detection|executive\s+assistant|dental\s+assistant|"
-                            r"personal\s+assistant\s+to")
+                            r"personal\s+assistant\s+to|"
+                            # a product named after the model ("for Claude Desktop: ~/Library/…"), not spoken to
+                            r"\b(?:claude|copilot|chatgpt|gemini)\s+(?:desktop|app|cli|code|for\s+\w+)\b")
 _RESULT_ADDRESS_RE = re.compile(lx.ADDRESS_RE.pattern + "|" + _EXTRA_ADDRESS_RE.pattern, re.M)
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
@@ -393,6 +398,16 @@ def _tool_context(tool_name: str | None) -> ParsedTool:
                       siblings=frozenset(), raw={}, _name_stems=frozenset(stem(w) for w in nw))  # fmt: skip
 
 
+# every literal the fast path and the address search look for, found in one pass (needles.py)
+_NEEDLES = NeedleSet([
+    *(w.decode() for ws in (_ADDRESS_WORDS, _AUTHORITY_WORDS, _MODE_WORDS, _TREAT_WORDS, _DECODE_WORDS)
+      for w in sorted(ws)),
+    "you are", " mode is", " mode enabled", " mode activated", "as if",
+    *(n for groups in (_ROLE_GROUPS, _ROT13_GROUPS) for _g, ns in groups for n in ns),
+    *_EXTRA_ANCHORS, *_HIDDEN_LABEL_ANCHORS,
+])
+
+
 def _search_plan(words: frozenset[bytes]) -> tuple[tuple[bytes, str, frozenset[bytes]], ...]:
     """(word, its text, the longer words that contain it), shortest first: a word that is not
     even a substring rules out those ("gpt": "chatgpt", "decode": "decoded")."""
@@ -401,17 +416,31 @@ def _search_plan(words: frozenset[bytes]) -> tuple[tuple[bytes, str, frozenset[b
 
 
 _PLANS: dict[frozenset[bytes], tuple[tuple[bytes, str, frozenset[bytes]], ...]] = {}
+_At = dict[str, list[int]] | None
+"""Where the needles of _NEEDLES occur in the text being read (one pass); None: str.find."""
 
 
-def _present(low: str, words: frozenset[bytes]) -> set[bytes]:
+def _whole(low: str, i: int, e: int, n: int) -> bool:
+    """Is low[i:e] a whole word (or one with a plural "s")?"""
+    return (i == 0 or not low[i - 1].isalnum()) and (
+        e >= n or not low[e].isalnum() or (low[e] == "s" and (e + 1 >= n or not low[e + 1].isalnum())))
+
+
+def _present(low: str, words: frozenset[bytes], at: _At = None) -> set[bytes]:
     """The words that occur in ``low`` as whole words (memmem per word, no tokenising:
-    most results contain none of them)."""
+    most results contain none of them; ``at``: where they occur, found in one pass)."""
     plan = _PLANS.get(words)
     if plan is None:
         plan = _PLANS[words] = _search_plan(words)
     out = set()
-    absent: set[bytes] = set()
     n = len(low)
+    if at is not None:
+        for w, s, _longer in plan:
+            k = len(s)
+            if any(_whole(low, i, i + k, n) for i in at.get(s, ())):
+                out.add(w)
+        return out
+    absent: set[bytes] = set()
     for w, s, longer in plan:
         if w in absent:
             continue
@@ -428,9 +457,13 @@ def _present(low: str, words: frozenset[bytes]) -> set[bytes]:
     return out
 
 
-def _positions(low: str, words: Iterable[bytes]) -> Iterator[int]:
+def _positions(low: str, words: Iterable[bytes], at: _At = None) -> Iterator[int]:
     for w in words:
         s = w.decode()
+        if at is not None:
+            n = len(low)
+            yield from (i for i in at.get(s, ()) if _whole(low, i, i + len(s), n))
+            continue
         i = low.find(s)
         while i >= 0:
             e = i + len(s)
@@ -458,12 +491,13 @@ class ResultScanner:
         ascii_text = text.isascii()
         if ascii_text:
             low = text.lower()
-            hits_a = _present(low, _ADDRESS_WORDS)
-            hits_p = _authority_hits(low)
-            role = _contains_any(low, _ROLE_GROUPS)
-            extra = _extra_addresses(low) + _own_name_redirects(low, tool_name)
+            at = _NEEDLES.find(low)
+            hits_a = _present(low, _ADDRESS_WORDS, at)
+            hits_p = _authority_hits(low, at)
+            role = _contains_any(low, _ROLE_GROUPS, at)
+            extra = _extra_addresses(low, at) + _own_name_redirects(low, tool_name)
             if not hits_a and not hits_p and not role and not extra and \
-                    not _contains_any(low, _ROT13_GROUPS) and not may_hold_payload(text, low):
+                    not _contains_any(low, _ROT13_GROUPS, at) and not may_hold_payload(text, low):
                 return []  # the fast path: nothing speaks to the model, nothing is encoded
         f = make_field("result", "result", text, False, lower=low if ascii_text else None)
         if "\\n" in f.lower:
@@ -472,13 +506,15 @@ class ResultScanner:
             f.lower = f.lower.replace("\\n", " \n")
         if "\n" in f.lower:
             f.lower = _unwrapped(f)  # (same length: every position stays valid)
+        if not ascii_text or f.lower != low:
+            at = None  # (the positions found were of the text before its line breaks were read)
         low = f.lower
         tool = _tool_context(tool_name)
         if not ascii_text:
             hits_a, hits_p = _present(low, _ADDRESS_WORDS), _authority_hits(low)
             extra = _extra_addresses(low) + _own_name_redirects(low, tool_name)
         findings: list[Finding] = []
-        spans = self._address_spans(low, hits_a, extra)
+        spans = self._address_spans(low, hits_a, extra, at)
         budget = [_MAX_SENTENCES]  # per call: the scanner is shared between threads
         for a, z, who in spans:
             findings += self._judge_span(f, a, z, who, tool, budget)
@@ -490,7 +526,7 @@ class ResultScanner:
                                      "repeated_addresses", f"{len(spans)}+ passages address the "
                                      "model; only the first were judged"))  # fmt: skip
         # authority claims and role tokens anywhere (outside the addressed spans too)
-        for i in sorted(set(_positions(low, hits_p)))[:_MAX_SPANS]:
+        for i in sorted(set(_positions(low, hits_p, at)))[:_MAX_SPANS]:
             if any(a <= i < z for a, z, who in spans if not who.startswith("~")):
                 continue
             if _shown_block(low, i):
@@ -551,7 +587,7 @@ class ResultScanner:
                                             f"hidden text read by the model: {inner[0].why}"))  # fmt: skip
                     break
         # ROT13 that reads as an address to the model once rotated, hinted or not
-        if _contains_any(low, _ROT13_GROUPS):
+        if _contains_any(low, _ROT13_GROUPS, at):
             rotated = low.translate(_ROT13)
             for sa, z, _who in self._address_spans(rotated, _present(rotated, _ADDRESS_WORDS)):
                 inner = self._judge_text(rotated[sa:z], tool, "rot13-encoded text")
@@ -563,7 +599,7 @@ class ResultScanner:
         # encoded text, when something asks the model to decode it, or when it decodes to
         # text addressed to the model
         if may_hold_payload(text, low if f.prep is None else None):  # (f.lower is text.lower())
-            hinted = bool(hits_a) or bool(_present(low, _DECODE_WORDS))  # (asked to decode)
+            hinted = bool(hits_a) or bool(_present(low, _DECODE_WORDS, at))  # (asked to decode)
             for kind, s, e, decoded in decoded_runs(text):
                 # percent-encoding is what every link's query string holds: asked to be decoded
                 # only by words next to it (not by "bot" somewhere in a 60 KB changelog)
@@ -585,14 +621,14 @@ class ResultScanner:
 
     # ------------------------------------------------------------ internals
 
-    def _address_spans(self, low: str, hits: set[bytes], extra: Iterable[re.Match[str]] = ()
-                       ) -> list[tuple[int, int, str]]:  # fmt: skip
+    def _address_spans(self, low: str, hits: set[bytes], extra: Iterable[re.Match[str]] = (),
+                       at: _At = None) -> list[tuple[int, int, str]]:  # fmt: skip
         """(start, end, addressee) of the text that speaks to the model."""
         spans: list[tuple[int, int, str]] = []
         seen_end = -1
         known: dict[int, re.Match[str]] = {m.start(): m for m in extra}
         unmatched: list[int] = []
-        for i in sorted(set(_positions(low, hits)) | set(known)):
+        for i in sorted(set(_positions(low, hits, at)) | set(known)):
             if i < seen_end or len(spans) >= _MAX_SPANS:
                 continue
             m = known.get(i)
@@ -660,8 +696,9 @@ class ResultScanner:
                 # '"notes": "AI: …')
                 who = who.lstrip(".!?\",: \t") or who
             if _BARE_MENTION.fullmatch(who) and _OBJECT_OF_PREPOSITION.search(low, max(0, m.start() - 16), m.start()) \
-                    and not (low.startswith(":", m.end()) and
-                             _LABEL_FOR.search(low, low.rfind("\n", 0, m.start()) + 1, m.start())):  # fmt: skip
+                    and not (low.startswith(":", m.end()) and (
+                        _LABEL_FOR.search(low, low.rfind("\n", 0, m.start()) + 1, m.start()) or
+                        _READERS_LIST.fullmatch(low, low.rfind("\n", 0, m.start()) + 1, m.start()))):  # fmt: skip
                 # "attacks against LLM agents": the model named, not spoken to (but "Payment details for
                 # accounts-payable systems and AI assistants:" labels what follows for them)
                 who = "~" + who
@@ -690,6 +727,8 @@ class ResultScanner:
         for i in unmatched:
             if things and low[i : i + 9].split(" ", 1)[0].strip(":,.").rstrip("s") in things:
                 continue
+            if _in_path(low, i):
+                continue  # a word of a path (".../Claude/claude_desktop_config.json"), no mention
             if len(spans) >= _MAX_SPANS:
                 break
             if i < loose_end or any(a <= i < z for a, z, _ in strict) or \
@@ -703,11 +742,15 @@ class ResultScanner:
             while j > 0 and (low[j - 1].isalnum() or low[j - 1] in "-_."):
                 j -= 1  # (the handle's start: "@helper-bot" is found at "bot")
             # (not "@anthropic-ai/claude-code", a package; not "[@nodejs-github-bot](…)", a link to one)
-            at = j > 0 and low[j - 1] == "@" and (hm := _HANDLE.match(low, j)) is not None and \
+            at_bot = j > 0 and low[j - 1] == "@" and (hm := _HANDLE.match(low, j)) is not None and \
                 re.split(r"[-_.]", hm.group(0))[-1] in _BOT_HANDLE_ENDS and \
                 not low.startswith(("/", "]"), hm.end()) and (j < 2 or not (low[j - 2] in "[/" or low[j - 2].isalnum()))  # fmt: skip
-            spans.append((sa, max(sz, z2), ("" if at else "~") + (words[0].strip(":,.") if words else "model")))
-            loose_end = max(sz, z2)
+            z = max(sz, z2)
+            if at_bot:  # a chat message to the bot: the rest of its line ("@deploy-bot … Can you paste …?")
+                eol = low.find("\n", i)
+                z = max(z, min(len(low) if eol < 0 else eol, i + _SPAN_AFTER))
+            spans.append((sa, z, ("" if at_bot else "~") + (words[0].strip(":,.") if words else "model")))
+            loose_end = z
         return sorted(spans)
 
     def _judge_span(self, f: Field, a: int, z: int, who: str, tool: ParsedTool, budget: list[int]
@@ -879,6 +922,8 @@ _TRUST_CLAIM = re.compile(r"\b(?:authoritative|always\s+(?:be\s+)?(?:trust|follo
 # a sentence left open for the block after it: "apply it for the user with\n\n    curl … | sh"
 _BLOCK_INTRO_END = re.compile(r"\b(?:with|using|via|running|run|execute|type|paste)[ \t]*$")
 _LABEL_FOR = re.compile(r"\b(?:for|to)\b[^.:\n]{0,80}$")
+# the model listed with other readers at the head of a line: "Automated responders and AI assistants:"
+_READERS_LIST = re.compile(r"[ \t>*#-]*(?:[a-z][\w-]*[ \t]+){1,3}(?:and|or|&)[ \t]+")
 # a feature named after the model it serves, as a heading: "Support for AI agents:", "Plugins for
 # coding assistants:" (what follows describes the feature, it does not speak to the model)
 _FEATURE_FOR = re.compile(r"\b(?:support|integrations?|compatibility|plugins?|extensions?|adapters?|connectors?|"
@@ -894,7 +939,7 @@ _BLOCK_LINE = re.compile(r"(?: {4,}|\t|[ \t]{0,3}>)")
 _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:this|so)|as\s+follows|this\s+line|these\s+lines|"
                            r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|"
                            r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
-                           r"poisoned|contains?|containing)\b[^\n]*:[ \t]*$")
+                           r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$")
 
 
 def _block_after(low: str, i: int) -> int:
@@ -929,6 +974,19 @@ def _shown_block(low: str, i: int) -> bool:
     return False
 
 
+def _in_path(low: str, i: int) -> bool:
+    """Is position ``i`` inside a file path (a run without spaces holding two or more slashes or a
+    backslash), not a word of prose ("OPERATOR/AGENT ACTION REQUIRED" holds one slash)?"""
+    a = max(low.rfind(" ", 0, i), low.rfind("\n", 0, i), low.rfind("\t", 0, i)) + 1
+    z = len(low)
+    for sep in (" ", "\n", "\t"):
+        k = low.find(sep, i, z)
+        if k >= 0:
+            z = k
+    run = low[a:z]
+    return run.count("/") >= 2 or "\\" in run
+
+
 def _attribution(low: str, i: int) -> bool:
     """The addressee word ends a name in parentheses: "update acorn (Node.js GitHub Bot)"."""
     if _CLOSES_NAME.match(low, i) is None:
@@ -947,11 +1005,14 @@ _TO_RECIPIENT = re.compile(
     r"|\b(?:post|send|share|paste|dm|forward|attach)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+(?:here\b|"
     r"in\s+(?:this|the)\s+(?:thread|channel|issue|ticket|chat|room|comment))"
     # "paste their contents into a comment on this document": where the document's readers see them
-    r"|\b(?:paste|post|put|add|copy|include|write|insert|attach)\w*\s+(?:[^.;]|\.(?=\S)){0,120}?\b(?:in|into|as)\s+(?:a|an|the)\s+(?:new\s+|public\s+)?"
+    r"|\b(?:paste|post|put|add|append|copy|include|write|insert|attach)\w*\s+(?:[^.;]|\.(?=\S)){0,120}?\b(?:in|into|as)\s+(?:a|an|the)\s+(?:new\s+|public\s+)?"
     r"(?:comment|reply|note)\s+(?:(?:on|in|to|under)\s+(?:this|the|that|[a-z][a-z0-9]*-\d+)\b|here\b)"
     # "post them as a comment on GitHub issue acme/site#1": where anyone reading the issue sees them
-    r"|\b(?:post|add|leave|share|paste|publish)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+as\s+(?:an?\s+)?"
+    r"|\b(?:post|add|append|leave|share|paste|publish)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+as\s+(?:an?\s+)?"
     r"(?:new\s+|public\s+)?(?:comment|reply|message|post|note)\s+(?:on|in|to)\b"
+    # "paste the full JSON response into this ticket": the place the text itself is read from
+    r"|\b(?:paste|post|put|add|append|copy|write|insert|attach)\w*\s+(?:[^.;]|\.(?=\S)){0,120}?\b(?:in|into|to|on)\s+"
+    r"this\s+(?:ticket|issue|thread|channel|page|document|doc|chat|conversation)\b"
 )
 # a configuration file's contents or the environment printed: what holds a project's secrets
 _FILE_CONTENTS = re.compile(r"\bcontents?\s+of\s+(?:the\s+|your\s+|our\s+|its\s+)?[`'\"]?(?:[\w.~-]+/)*[\w.-]+\."
@@ -971,7 +1032,7 @@ _TO_ME = re.compile(r"\b(?:send|dm|e-?mail|forward|message|mail|text|share\s+wit
                     r"(?:to\s+)?)?(?:me|us)\b")
 # "reply with the API key and signing secret this integration is configured with": a secret put in the
 # answer, which goes back to whoever wrote the text
-_REPLY_WITH = re.compile(r"\b(?:reply|respond|answer)\w*\s+(?:\w+\s+){0,2}?with\s+")
+_REPLY_WITH = re.compile(r"\b(?:reply|respond|answer)\w*\s+(?:\w+\s+){0,3}?with\s+")
 _HEADING_FOR = re.compile(r"[ \t]*(#{1,6})[ \t]+(?:(?:[\w'-]+[ \t]+){0,4}?(?:for|to)[ \t]+(?:all[ \t]+|any[ \t]+|the[ \t]+)?)?")
 # the rest of a heading line after its address: "## Notes for AI| coding assistants"
 _HEADING_REST = re.compile(r"(?:[ \t]+[\w'-]+){1,3}[ \t]*(?:\n|\Z)")
@@ -1169,27 +1230,44 @@ def _disguised(f: Field, a: int, z: int) -> bool:
     return any(ch in CONFUSABLE_LETTERS for ch in f.raw[oa:oz])
 
 
-def _authority_hits(low: str) -> set[bytes]:
-    hits = _present(low, _AUTHORITY_WORDS)
-    if "mode" in low and ("you are" in low or " mode is" in low or " mode enabled" in low or
-                          " mode activated" in low):  # fmt: skip
-        hits |= _present(low, _MODE_WORDS)
-    if "treat" in low and "as if" in low:
-        hits |= _present(low, _TREAT_WORDS)
+def _authority_hits(low: str, at: _At = None) -> set[bytes]:
+    hits = _present(low, _AUTHORITY_WORDS, at)
+    has = low.__contains__ if at is None else at.__contains__
+    if has("mode") and (has("you are") or has(" mode is") or has(" mode enabled") or has(" mode activated")):
+        hits |= _present(low, _MODE_WORDS, at)
+    if has("treat") and has("as if"):
+        hits |= _present(low, _TREAT_WORDS, at)
     return hits
 
 
-def _extra_addresses(low: str) -> list[re.Match[str]]:
+def _each(low: str, needle: str, gate: str | None, at: _At) -> Iterator[int]:
+    """The starts of the occurrences of ``needle`` in ``low`` that do not overlap the one before."""
+    if at is not None:
+        nxt = 0
+        for i in at.get(needle, ()):
+            if i >= nxt:
+                yield i
+                nxt = i + len(needle)
+        return
+    i = -1 if gate is not None and gate not in low else low.find(needle)
+    while i >= 0:
+        yield i
+        i = low.find(needle, i + len(needle))
+
+
+def _extra_addresses(low: str, at: _At = None) -> list[re.Match[str]]:
     """Addresses of the forms only results need: each anchor word is found with ``str.find``
-    and the pattern is tried only in a window around it (a regex pass over 16 KB of prose
-    would cost milliseconds; most results hold few or none of these words)."""
+    (or in ``at``) and the pattern is tried only in a window around it (a regex pass over
+    16 KB of prose would cost milliseconds; most results hold few or none of these words)."""
     out: dict[int, re.Match[str]] = {}
     windows = 0
     for anchor, gate in _EXTRA_GATED:
-        i = -1 if gate is not None and gate not in low else low.find(anchor)
-        while i >= 0 and windows < _MAX_WINDOWS:
+        if windows >= _MAX_WINDOWS:
+            break
+        for i in _each(low, anchor, gate, at):
+            if windows >= _MAX_WINDOWS:
+                break
             if anchor in _NEEDS_IDENT and "_" not in low[i : i + 48]:
-                i = low.find(anchor, i + len(anchor))
                 continue
             windows += 1
             a = max(0, i - 60)
@@ -1199,26 +1277,26 @@ def _extra_addresses(low: str) -> list[re.Match[str]]:
             if anchor == "system" and any(r in w for r in _BANNER_RUNS) and \
                     (m := _BANNER_RE.search(low, max(0, i - 40), z)) is not None:  # fmt: skip
                 out.setdefault(m.start(), m)
-                i = low.find(anchor, i + len(anchor))
                 continue
             if not at_work and (not _may_address(w) or _WINDOW_NEEDS.search(low, a, z) is None):
-                i = low.find(anchor, i + len(anchor))
                 continue
-            m = (_READER_AT_WORK_RE if at_work else _EXTRA_ADDRESS_RE).search(low, a, z)
-            if m is not None and m.start() <= i + len(anchor):
+            # (every match that starts by the anchor: an earlier address in the window, "Assignee: (AI
+            # assistant)", does not hide the one at the anchor, "the assignee must call `x.add_member`")
+            for m in (_READER_AT_WORK_RE if at_work else _EXTRA_ADDRESS_RE).finditer(low, a, z):
+                if m.start() > i + len(anchor):
+                    break
                 out.setdefault(m.start(), m)
                 if len(out) >= _MAX_SPANS:
                     return list(out.values())
-            i = low.find(anchor, i + len(anchor))
     if "[" in low or "(" in low:
         for anchor in _HIDDEN_LABEL_ANCHORS:
-            i = low.find(anchor)
-            while i >= 0 and windows < _MAX_WINDOWS:
+            for i in _each(low, anchor, None, at):
+                if windows >= _MAX_WINDOWS:
+                    break
                 windows += 1
                 m = _HIDDEN_LABEL_RE.search(low, max(0, i - 16), i + 40)
                 if m is not None:
                     out.setdefault(m.start(), m)
-                i = low.find(anchor, i + len(anchor))
     return list(out.values())
 
 
