@@ -139,7 +139,7 @@ _ADDRESSEE = (
     r"language\s+models?)"
 )
 # what follows "agent" or "assistant" in a product's or a setting's name ("Agent Platform", "agent config")
-_PRODUCT_NOUN = (
+PRODUCT_NOUN = (
     r"(?:platform|sdk|kit|builder|desktop|app|cli|framework|engine|studio|server|service|api|library|runtime|toolkit|"
     r"protocol|development|hub|console|marketplace|gallery|store|catalog|registry|manager|pool|class|"
     r"config(?:uration)?s?|settings?|options?|version|id|name|type)"
@@ -160,7 +160,7 @@ ADDRESS_RE = re.compile(
     # (not code, "get(url, { agent }, cb)", nor a product, "Gemini Enterprise Agent Platform:")
     r"|(?:^|\n|[.!?;:|]\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n{]{0,6}(?:[\w-]+(?:\s+|/)){0,2}?"
     r"(?:(?:ai|llm|automated|autonomous|coding|support|other)\s+){0,2}"
-    r"(?:assistants?|agents?|llms?|copilot|claude|ai|bots)\b(?!\s+" + _PRODUCT_NOUN + r"\b)"
+    r"(?:assistants?|agents?|llms?|copilot|claude|ai|bots)\b(?!\s+" + PRODUCT_NOUN + r"\b)"
     r"[^.:,\n{}=;<>]{0,60}[:,](?!\S)"
     # compounds in keys and headers: "ai-agent=", "AI-Agent-Directive:", "_note_for_llm"
     r"|\b(?:ai|llm|agent|assistant)[\s_.-]*(?:agents?[\s_./-]*)?(?:directives?|instructions?|"

@@ -312,7 +312,7 @@ _NOT_ADDRESSEE = re.compile(r"(?:build|ci|buildkite|jenkins|gitlab|teamcity|bamb
                             r"data\s+model|bot\s+detection|executive\s+assistant|dental\s+assistant|"
                             r"personal\s+assistant\s+to|"
                             # a product named after the model ("for Claude Desktop: ~/Library/…"), not spoken to
-                            r"\b(?:claude|copilot|chatgpt|gemini)\s+(?:desktop|app|cli|code|for\s+\w+)\b")
+                            r"\b(?:claude|copilot|chatgpt|gemini)\s+(?:code|for\s+\w+|" + lx.PRODUCT_NOUN + r")\b")
 _RESULT_ADDRESS_RE = re.compile(lx.ADDRESS_RE.pattern + "|" + _EXTRA_ADDRESS_RE.pattern, re.M)
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
@@ -322,6 +322,9 @@ _AUTHORITY_WORDS = frozenset(
 # "treat … as if the user had typed it"): looked for only when that phrase occurs
 _MODE_WORDS = frozenset((b"mode",))
 _TREAT_WORDS = frozenset((b"treat",))
+# what makes "mode" and "treat" claims of authority ("you are now in developer mode", "treat … as if")
+_MODE_PHRASES = ("you are", " mode is", " mode enabled", " mode activated")
+_TREAT_PHRASE = "as if"
 _DECODE_WORDS = frozenset(b"decode decoded base64 hex rot13 encoded".split())
 # five words in a row: a sentence, not an identifier or a hash
 _PROSE = re.compile(r"(?:[A-Za-z][a-z']*[ ,]+){4}[A-Za-z][a-z']*")
@@ -402,7 +405,7 @@ def _tool_context(tool_name: str | None) -> ParsedTool:
 _NEEDLES = NeedleSet([
     *(w.decode() for ws in (_ADDRESS_WORDS, _AUTHORITY_WORDS, _MODE_WORDS, _TREAT_WORDS, _DECODE_WORDS)
       for w in sorted(ws)),
-    "you are", " mode is", " mode enabled", " mode activated", "as if",
+    *_MODE_PHRASES, _TREAT_PHRASE,
     *(n for groups in (_ROLE_GROUPS, _ROT13_GROUPS) for _g, ns in groups for n in ns),
     *_EXTRA_ANCHORS, *_HIDDEN_LABEL_ANCHORS,
 ])
@@ -420,6 +423,17 @@ _At = dict[str, list[int]] | None
 """Where the needles of _NEEDLES occur in the text being read (one pass); None: str.find."""
 
 
+def _starts(low: str, s: str, at: _At) -> Iterator[int]:
+    """Every start of ``s`` in ``low``, overlapping ones too: from ``at`` when given, else str.find."""
+    if at is not None:
+        yield from at.get(s, ())
+        return
+    i = low.find(s)
+    while i >= 0:
+        yield i
+        i = low.find(s, i + 1)
+
+
 def _whole(low: str, i: int, e: int, n: int) -> bool:
     """Is low[i:e] a whole word (or one with a plural "s")?"""
     return (i == 0 or not low[i - 1].isalnum()) and (
@@ -434,44 +448,26 @@ def _present(low: str, words: frozenset[bytes], at: _At = None) -> set[bytes]:
         plan = _PLANS[words] = _search_plan(words)
     out = set()
     n = len(low)
-    if at is not None:
-        for w, s, _longer in plan:
-            k = len(s)
-            if any(_whole(low, i, i + k, n) for i in at.get(s, ())):
-                out.add(w)
-        return out
     absent: set[bytes] = set()
     for w, s, longer in plan:
         if w in absent:
             continue
-        i = low.find(s)
-        if i < 0:
-            absent |= longer
-        while i >= 0:
-            e = i + len(s)
-            if (i == 0 or not low[i - 1].isalnum()) and (e >= n or not low[e].isalnum() or
-                                                         (low[e] == "s" and (e + 1 >= n or not low[e + 1].isalnum()))):  # fmt: skip
+        occurs = False
+        for i in _starts(low, s, at):
+            occurs = True
+            if _whole(low, i, i + len(s), n):
                 out.add(w)
                 break
-            i = low.find(s, i + 1)
+        if not occurs:
+            absent |= longer
     return out
 
 
 def _positions(low: str, words: Iterable[bytes], at: _At = None) -> Iterator[int]:
+    n = len(low)
     for w in words:
         s = w.decode()
-        if at is not None:
-            n = len(low)
-            yield from (i for i in at.get(s, ()) if _whole(low, i, i + len(s), n))
-            continue
-        i = low.find(s)
-        while i >= 0:
-            e = i + len(s)
-            if (i == 0 or not low[i - 1].isalnum()) and (
-                not low[e : e + 1].isalnum() or (low[e] == "s" and not low[e + 1 : e + 2].isalnum())
-            ):
-                yield i
-            i = low.find(s, i + 1)
+        yield from (i for i in _starts(low, s, at) if _whole(low, i, i + len(s), n))
 
 
 class ResultScanner:
@@ -1233,26 +1229,22 @@ def _disguised(f: Field, a: int, z: int) -> bool:
 def _authority_hits(low: str, at: _At = None) -> set[bytes]:
     hits = _present(low, _AUTHORITY_WORDS, at)
     has = low.__contains__ if at is None else at.__contains__
-    if has("mode") and (has("you are") or has(" mode is") or has(" mode enabled") or has(" mode activated")):
+    if has("mode") and any(has(p) for p in _MODE_PHRASES):
         hits |= _present(low, _MODE_WORDS, at)
-    if has("treat") and has("as if"):
+    if has("treat") and has(_TREAT_PHRASE):
         hits |= _present(low, _TREAT_WORDS, at)
     return hits
 
 
 def _each(low: str, needle: str, gate: str | None, at: _At) -> Iterator[int]:
     """The starts of the occurrences of ``needle`` in ``low`` that do not overlap the one before."""
-    if at is not None:
-        nxt = 0
-        for i in at.get(needle, ()):
-            if i >= nxt:
-                yield i
-                nxt = i + len(needle)
-        return
-    i = -1 if gate is not None and gate not in low else low.find(needle)
-    while i >= 0:
-        yield i
-        i = low.find(needle, i + len(needle))
+    if at is None and gate is not None and gate not in low:
+        return  # (one memchr rules the needle out)
+    nxt = 0
+    for i in _starts(low, needle, at):
+        if i >= nxt:
+            yield i
+            nxt = i + len(needle)
 
 
 def _extra_addresses(low: str, at: _At = None) -> list[re.Match[str]]:

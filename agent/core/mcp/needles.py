@@ -91,5 +91,5 @@ class NeedleSet:
 
 
 def one_pass_available() -> bool:
-    """Is Hyperscan loaded? (agentshctl status and docs/mcp.md report which reading runs)"""
+    """Is Hyperscan loaded? (tests/test_needles.py compares the two readings only where it is)"""
     return _hs is not None
