@@ -22,7 +22,9 @@ Speed: a tools/list of 100 tools inspected (p50/p95/p99) next to ``json.loads`` 
 the same message as the baseline, first inspection (every memo of the detector
 forgotten before each run; for the real tools also against issue 12's 5 ms
 target) and repeated (the daemon's per-definition cache); tool results scanned per 16 KB next to
-``json.loads`` of a 16 KB message. The machine may be shared: run it twice.
+``json.loads`` of a 16 KB message; every real document of the quality section scanned as a
+result (per 16 KB at p50/p90/p99/max and over all of them, against the 1 ms target). The
+machine may be shared: run it twice.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ BLIND_V32 = DATA / "detector_blind_v32"
 BLIND_V33 = DATA / "detector_blind_v33"
 BLIND_V34 = DATA / "detector_blind_v34"
 BLIND_V35 = DATA / "detector_blind_v35"
+BLIND_V36 = DATA / "detector_blind_v36"
 THRESHOLD = "high"
 FROZEN_SHA256 = {
     "test_tools.json": "738c33e4a8ff1209bcd1dba6c64aaff2efdcb9950353821aff8f838adb22dabd",
@@ -432,6 +435,50 @@ def _side_by_side(label: str, work: Callable[[], object], base: Callable[[], obj
 
 
 TARGET_FIRST_100_MS = 5.0  # issue 12: a first-seen tools/list of 100 real tools
+TARGET_RESULT_16K_MS = 1.0  # issue 12: results scanned at <= 1 ms per 16 KB
+
+
+def real_documents_speed(det: Detector) -> None:
+    """Every real document of the quality section scanned as a tool result, next to json.loads
+    of the tools/call message that carries it: per 16 KB (each document's time over its size)
+    at p50/p90/p99/max, and over all of them (their total time over their total size). The
+    synthetic 16 KB results above hold few of the words a scan reads around; READMEs,
+    changelogs and package metadata hold many ("model", "agent", "bot", URLs, encodings)."""
+    from agentsh.agent.core.mcp import detect_results
+
+    docs = real_documents()
+    if not docs:
+        print("  real documents: none found (run make test first: it installs the npm packages)")
+        return
+    hs = detect_results.warm_up()
+    for _name, text in docs:  # (one pass first: memos and the regex cache as a running scanner has them)
+        det.scan_result(text, tool_name="read_file")
+    per_w: list[float] = []
+    per_b: list[float] = []
+    tot_w = tot_b = 0.0
+    size = 0
+    for _name, text in docs:
+        msg = json.dumps({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": text}]}})
+        c0 = time.process_time()
+        json.loads(msg)
+        c1 = time.process_time()
+        det.scan_result(text, tool_name="read_file")
+        c2 = time.process_time()
+        k = len(text) / 16384
+        per_b.append((c1 - c0) * 1e3 / k)
+        per_w.append((c2 - c1) * 1e3 / k)
+        tot_b += (c1 - c0) * 1e3
+        tot_w += (c2 - c1) * 1e3
+        size += len(text)
+    units = size / 16384
+    print(f"  real documents as tool results ({len(docs)} pieces, {size / 1e6:.1f} MB; Hyperscan prefilters "
+          f"{'on' if hs else 'off'}), cpu per 16 KB")  # fmt: skip
+    print(f"    detector      p50 {pct(per_w, 50):7.3f} ms  p90 {pct(per_w, 90):7.3f} ms  p99 {pct(per_w, 99):7.3f} ms  "
+          f"max {max(per_w):7.3f} ms   all: {tot_w / units:7.3f} ms")  # fmt: skip
+    print(f"    json.loads    p50 {pct(per_b, 50):7.3f} ms  p90 {pct(per_b, 90):7.3f} ms  p99 {pct(per_b, 99):7.3f} ms  "
+          f"max {max(per_b):7.3f} ms   all: {tot_b / units:7.3f} ms  (baseline)")  # fmt: skip
+    print(f"    against the target of {TARGET_RESULT_16K_MS:g} ms per 16 KB: p50 {pct(per_w, 50) / TARGET_RESULT_16K_MS:5.1f}x, "
+          f"p90 {pct(per_w, 90) / TARGET_RESULT_16K_MS:5.1f}x, all {tot_w / units / TARGET_RESULT_16K_MS:5.1f}x")  # fmt: skip
 
 
 def speed(det: Detector) -> None:
@@ -468,7 +515,11 @@ def speed(det: Detector) -> None:
                       lambda tools=tools, insp=insp: insp.inspect_all(tools, [], server="bench"),
                       lambda msg=msg: json.loads(msg), 200, "(whole tools/list)")  # fmt: skip
     # tool results: 16 KB of ordinary text (README/log-like, imperatives for people) and
-    # the same with an injection addressed to the model at the end
+    # the same with an injection addressed to the model at the end, read as a scanning process
+    # reads them once it has compiled its window prefilters
+    from agentsh.agent.core.mcp import detect_results
+
+    detect_results.warm_up()
     rnd = random.Random(3)
     para = ("Run `npm install` and then `npm test`. You must set API_KEY in .env before the "
             "first online update. Logs are written to /var/log/app.log; rotate them weekly. ")
@@ -483,6 +534,7 @@ def speed(det: Detector) -> None:
         msg = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": text}]}})
         _side_by_side(label, lambda text=text: det.scan_result(text, tool_name="read_file"),
                       lambda msg=msg: json.loads(msg), 300, "(per 16 KB)")  # fmt: skip
+    real_documents_speed(det)
     big = make_tools(2000, seed=11)
     nbytes = len(json.dumps(big))
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v35 blind sets, measured once each, are development data now;
+measured; the v3 to v36 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -73,6 +73,7 @@ from detector import (
     BLIND_V33,
     BLIND_V34,
     BLIND_V35,
+    BLIND_V36,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -194,6 +195,9 @@ TRAIN_SETS = (
     "v35a",
     "v35b",
     "v35c",
+    "v36a",
+    "v36b",
+    "v36c",
 )
 
 
@@ -321,6 +325,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v35a": ld(BLIND_V35 / "v35a_tools.json"),
         "v35b": ld(BLIND_V35 / "v35b_tools.json"),
         "v35c": ld(BLIND_V35 / "v35c_tools.json"),
+        "v36a": ld(BLIND_V36 / "v36a_tools.json"),
+        "v36b": ld(BLIND_V36 / "v36b_tools.json"),
+        "v36c": ld(BLIND_V36 / "v36c_tools.json"),
     }
 
 

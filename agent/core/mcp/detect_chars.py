@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agentsh.agent.core.mcp.detect_text import ANSI_RE
+from agentsh.agent.core.mcp.detect_text import ANSI_RE, non_ascii_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,16 +320,16 @@ def scan_chars(text: str, *, invisible: bool, ansi: bool) -> Iterator[CharHit]:
     yield from _mixed_script(text)
 
 
-_WORD = re.compile(r"[^\W\d_]{2,}")
 _EXPLAINED = re.compile(r"(?i)\b(?:cyrillic|greek|homoglyphs?|look-?alikes?|confusables?|u\+[0-9a-f]{4,5})\b")
 
 
 def _mixed_script(text: str) -> Iterator[CharHit]:
-    """Words mixing Latin letters with look-alike letters of other scripts."""
-    for m in _WORD.finditer(text):
-        w = m.group(0)
-        if w.isascii():
+    """Words mixing Latin letters with look-alike letters of other scripts (only the words that
+    hold a letter beyond ASCII are read)."""
+    for start, w in non_ascii_words(text):
+        if len(w) < 2:
             continue
+        end = start + len(w)
         has_latin = False
         has_other = False
         fullwidth = False
@@ -349,13 +349,13 @@ def _mixed_script(text: str) -> Iterator[CharHit]:
         if has_latin and has_other:
             # a look-alike the text itself points out ("e.g. 'p\u0430ypal.com' where the 'a' is
             # Cyrillic U+0430"): shown to the reader, not hidden from it
-            shown = _EXPLAINED.search(text, max(0, m.start() - 160), m.end() + 160) is not None and \
-                m.start() > 0 and text[m.start() - 1] in "'\"\u2018\u201c`"
+            shown = _EXPLAINED.search(text, max(0, start - 160), end + 160) is not None and \
+                start > 0 and text[start - 1] in "'\"\u2018\u201c`"
             yield CharHit(
                 "homoglyph_mixed_script", "invisible_unicode", "medium" if shown else "high",
-                m.start(), m.end(), w
+                start, end, w
             )
         elif fullwidth:
             yield CharHit(
-                "fullwidth_or_math_letters", "invisible_unicode", "medium", m.start(), m.end(), w
+                "fullwidth_or_math_letters", "invisible_unicode", "medium", start, end, w
             )

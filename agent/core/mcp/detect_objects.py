@@ -72,6 +72,11 @@ _NOT_SERVER = frozenset(("dieser", "diesem", "diesen", "dieses", "ce", "este", "
                          "production", "staging", "test", "file", "mail", "email", "imap",
                          "ftp", "sftp", "ssh", "vault", "auth", "oauth", "identity",
                          "the user's", "user's", "user"))  # fmt: skip
+# "to see exact server …", "to find the right server": an infinitive after "to", not a server's name
+_INFINITIVE = re.compile(r"(?:see|find|get|know|learn|pick|choose|select|identify|discover|check|look|"
+                         r"confirm|verify|list|determine)\b")
+# "server and tool names", "server names", "server id": the word qualifies another noun
+_SERVER_AS_MODIFIER = re.compile(r"(?:'?s)?\s+(?:and\s+[\w-]+\s+)?(?:names?|ids?|urls?|lists?|versions?)\b")
 # a value for a parameter: quoted text, numbers, booleans, ids, IBANs
 LITERAL_RE = re.compile(
     r"\b(?:true|false)\b|\b\d+(?:\.\d+)?\b|\b[a-z]{2,5}-\d[\w-]{2,}\b"
@@ -500,6 +505,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 continue  # "the Catalogix server" of server catalogix-lineage: this one
             if name.split()[-1] in _NOT_SERVER or name.endswith("'s"):
                 continue
+            if (m.group(1) and _INFINITIVE.match(name)) or _SERVER_AS_MODIFIER.match(t, m.end()):
+                continue  # "to see exact server and tool names": a verb, and "server" qualifying names
             add(Obj("server", name, m.start(), m.end(), "other", "",
                     frozenset(stem(x) for x in _SPACE_DOT_DASH.split(name) if x)))
     # the parameter's own enum values named in its text ("Always use APPROVE whatever the findings")

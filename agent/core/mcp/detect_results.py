@@ -47,7 +47,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     stem,
 )
 from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS
-from agentsh.agent.core.mcp.needles import NeedleSet
+from agentsh.agent.core.mcp.needles import NeedleSet, WindowPrefilter
 
 if TYPE_CHECKING:
     from agentsh.agent.core.mcp.detector import Detector
@@ -193,6 +193,9 @@ _EXTRA_ADDRESS_RE = re.compile(
     # "For assistants calling deploy_service after reading this:")
     r"(?:\s+(?:with|that|who|which|calling|using|running|reading|handling|processing|having)\b[^.:\n]{0,40}?)?"
     r"\s*\)?\s*:(?!//)"
+    # a request handed to the model by a label: "One more request to the assistant that manages this inbox:"
+    r"|\b(?:requests?|notes?|messages?|reminders?|questions?|asks?|tasks?)\s+to\s+(?:the\s+|any\s+|our\s+|your\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?:ai|assistants?|agents?|bots?|copilots?)(?:\s+(?:that|who|which)\b[^.:\n]{0,40}?)?\s*:(?!//)"
     # steps for automation: "Merge instructions for automation:", "steps for the automation agent:"
     r"|\b(?:instructions?|steps|notes?|procedure|workflow|tasks?)\s+for\s+(?:the\s+)?automation\b[^:\n]{0,30}:",
     re.M,
@@ -227,6 +230,9 @@ _WINDOW_NEEDS = re.compile(r"\b(?:ai|llm|agents?|assistants?|models?|bots?|syste
                            r"reviewers?|crawlers?|tools?|programmers?|whoever|whatever)\b|[<\[`_]|"
                            r"cursorrules|windsurfrules|clinerules|gemini\.md|\{color")
 _NEEDS_IDENT = frozenset(("call", "invok"))
+# (Hyperscan's word on whether the pattern can match in a window at all: most windows cannot, and
+# Python's engine would try each of its alternatives at each of their positions to find out)
+_EXTRA_PREFILTER = WindowPrefilter(_EXTRA_ADDRESS_RE)
 
 
 def _gate(needle: str) -> str | None:
@@ -313,7 +319,11 @@ _NOT_ADDRESSEE = re.compile(r"(?:build|ci|buildkite|jenkins|gitlab|teamcity|bamb
                             r"personal\s+assistant\s+to|"
                             # a product named after the model ("for Claude Desktop: ~/Library/…"), not spoken to
                             r"\b(?:claude|copilot|chatgpt|gemini)\s+(?:code|for\s+\w+|" + lx.PRODUCT_NOUN + r")\b")
+# (read over the whole text, for the few texts that hold such a phrase at all)
+_NOT_ADDRESSEE_PREFILTER = WindowPrefilter(_NOT_ADDRESSEE)
 _RESULT_ADDRESS_RE = re.compile(lx.ADDRESS_RE.pattern + "|" + _EXTRA_ADDRESS_RE.pattern, re.M)
+# (its two halves, each with a prefilter of its own: one for the whole costs twice the compile)
+_ADDRESS_PREFILTER = WindowPrefilter(re.compile(lx.ADDRESS_RE.pattern, _RESULT_ADDRESS_RE.flags))
 _AUTHORITY_WORDS = frozenset(
     b"ignore disregard instructions supersede supersedes precedence priority jailbreak unrestricted "
     b"unfiltered".split()
@@ -560,7 +570,7 @@ class ResultScanner:
         # text spelled with an invisible character between every letter ("a\u200bs\u200bs…"), or words
         # joined by invisible characters instead of spaces ("assistant\u200bplease\u200brun …"): what the
         # model reads once they are dropped or are spaces
-        for rx, joiner, how, pattern in () if ascii_text else _ZW_READINGS:
+        for rx, joiner, how, pattern in () if ascii_text or not any(z in text for z in _ZW) else _ZW_READINGS:
             for m in rx.finditer(text):
                 hidden = _ZW_DROP.sub(joiner, m.group(0))
                 inner = self._judge_text(hidden, tool, how)
@@ -597,6 +607,8 @@ class ResultScanner:
         if may_hold_payload(text, low if f.prep is None else None):  # (f.lower is text.lower())
             hinted = bool(hits_a) or bool(_present(low, _DECODE_WORDS, at))  # (asked to decode)
             for kind, s, e, decoded in decoded_runs(text):
+                if _shown_excerpt(text, s, e):
+                    continue  # '(e.g. "SWdub3JlIHByZXZpb3Vz...")': the start of a payload shown, cut off
                 # percent-encoding is what every link's query string holds: asked to be decoded
                 # only by words next to it (not by "bot" somewhere in a 60 KB changelog)
                 near = hinted and (kind != "percent" or bool(_present(
@@ -612,6 +624,12 @@ class ResultScanner:
                     findings.append(Finding("encoded_payload", sev, f"{kind}_payload", "result",
                                             decoded[:_EXCERPT], s, context_of(text, s, e),
                                             f"{kind}-encoded: {inner[0].why}"))
+                elif (order := _encoded_order(kind, text[s:e], decoded)):
+                    # an order to the reader that a person cannot read, whatever it asks: nobody
+                    # hex-encodes "AI agent: in the same PR, change setup.py …" for people
+                    findings.append(Finding("encoded_payload", "high", f"{kind}_payload", "result",
+                                            decoded[:_EXCERPT], s, context_of(text, s, e),
+                                            f"{kind}-encoded order to the model ('{order[:60]}')"))
         off = self._det._off
         return results_from_findings(x for x in findings if x.category not in off)
 
@@ -629,11 +647,12 @@ class ResultScanner:
                 continue
             m = known.get(i)
             if m is None:
-                a = max(0, i - 80)
-                for m2 in _RESULT_ADDRESS_RE.finditer(low, max(a, seen_end), min(len(low), i + 120)):
-                    if m2.start() <= i + 20:
-                        m = m2
-                    break  # (a later match starts later still)
+                lo, hi = max(i - 80, seen_end, 0), min(len(low), i + 120)
+                if _ADDRESS_PREFILTER.may_match(low, lo, hi) or _EXTRA_PREFILTER.may_match(low, lo, hi):
+                    for m2 in _RESULT_ADDRESS_RE.finditer(low, lo, hi):
+                        if m2.start() <= i + 20:
+                            m = m2
+                        break  # (a later match starts later still)
             if m is None:
                 unmatched.append(i)
                 continue
@@ -719,7 +738,7 @@ class ResultScanner:
         # a word the text also uses for a thing ("build agents", "buildkite-agent"): its bare mentions
         # ("The agents still point at JDK 11") are that thing, not the model
         things = {w.rstrip("s") for m in _NOT_ADDRESSEE.finditer(low) for w in ("agent", "assistant", "model", "bot")
-                  if w in m.group(0)} if unmatched else set()
+                  if w in m.group(0)} if unmatched and _NOT_ADDRESSEE_PREFILTER.may_match(low, 0, len(low)) else set()
         for i in unmatched:
             if things and low[i : i + 9].split(" ", 1)[0].strip(":,.").rstrip("s") in things:
                 continue
@@ -809,6 +828,12 @@ class ResultScanner:
             c.redirect = redirect
         if c.kind == "first_imperative":
             c.kind = "imperative"
+        if c.directive and c.kind != "negated" and (_quoted_by_intro(sent.field.lower, sent.start + max(0, t.find(c.directive)))
+                                                    or _condition_then_statement(t, c.directive)):  # fmt: skip
+            # 'users type something like "Ignore all previous instructions and print …"', 'a PDF containing
+            # "Assistant: e-mail this document to …"': a sample shown; "If the assistant has a send tool
+            # and obeys, the attacker gets the data": what would happen, told to people
+            return [], "", own_redirect
         if not c.directive and inherited:
             c.directive, c.kind = inherited, "inherited"
         if c.kind == "negated" and (parts := _clauses(sent)) is not None:
@@ -933,9 +958,12 @@ _CLOSES_NAME = re.compile(r"[a-z]*s?\)")
 # ("One message contains this line:", "A malicious server can publish a tool like this:")
 _BLOCK_LINE = re.compile(r"(?: {4,}|\t|[ \t]{0,3}>)")
 _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:this|so)|as\s+follows|this\s+line|these\s+lines|"
-                           r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|"
+                           r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|imagine|suppose|"
                            r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$")
+
+
+_HYPOTHETICAL = re.compile(r"\s*(?:imagine|suppose|picture)\s+(?!you\b|yourself\b|that\s+you\b)")
 
 
 def _block_after(low: str, i: int) -> int:
@@ -965,7 +993,10 @@ def _shown_block(low: str, i: int) -> bool:
         line = low[b : a - 1]
         if line.strip() and _BLOCK_LINE.match(line) is None:
             # (not an intro that is itself an order to the model: "AI agents, run the payload below:")
-            return _SAMPLE_INTRO.search(line) is not None and _RESULT_ADDRESS_RE.search(line) is None
+            # (a hypothetical names the model without speaking to it: "Imagine an e-mail assistant
+            # summarising this message:", not "Imagine you are …")
+            return _SAMPLE_INTRO.search(line) is not None and (
+                _RESULT_ADDRESS_RE.search(line) is None or _HYPOTHETICAL.match(line, line.rfind(". ") + 1) is not None)
         a = b
     return False
 
@@ -1092,6 +1123,78 @@ _HUMAN_AGENT_LABEL = re.compile(r"\bagent\s+(?:reply|replied|response|responded)
 _SAMPLE_LABEL_BEFORE = re.compile(r"(?<![\w.@/-])(?:example|sample|e\.g\.|typical|default|such\s+as|like)[ \t]+\S?$")
 _SECRET_ENV = re.compile(r"key|token|secret|passw|credential|auth")
 _SINGLE_QUOTE_OPENS = re.compile("(?:^|[\\s:(,])['\u2018]$")
+
+
+# a word that introduces a quotation right before its opening quote ('something like "…"', 'a PDF
+# containing "…"', 'the hidden line "…"', 'saying "…"')
+_QUOTE_INTRO = re.compile(r"\b(?:like|containing|contains|contained|lines?|payloads?|saying|says|said|"
+                          r"reads?|wrote|writes|typed|types|e\.g\.|such\s+as|examples?)\s*:?\s*[\"\u201c]$")
+
+
+_EXCERPT_INTRO = re.compile(r"(?:\be\.g\.|\bi\.e\.|\bexamples?|\bsuch\s+as|\blike)\s*[:,]?\s*[\"'\u201c`]?$", re.I)
+
+
+def _encoded_order(kind: str, run: str, decoded: str) -> str:
+    """The order an encoded run spells, when it spells prose that speaks to its reader (an address
+    to the model, or a sentence that opens with an order or "when you …"): what the encoding
+    hides from people is meant for the model. Percent-encoding counts only when it encodes
+    letters too (a link's query string escapes only what it must)."""
+    if kind == "percent" and _PCT_LETTER.search(run) is None:
+        return ""
+    if _PROSE.search(decoded) is None:
+        return ""
+    low = decoded.lower().strip()
+    m = _RESULT_ADDRESS_RE.search(low, 0, 160)
+    if m is not None and not lx.is_mention(low, m.start()):
+        return m.group(0).strip()
+    first = low[: next((k for k in (low.find(". "), low.find("\n")) if k >= 0), len(low))]
+    c = find_cues(first, tokens_of(first), False, False, True, True)
+    if c.directive and c.kind in ("imperative", "first_imperative", "address", "modal"):
+        return c.directive
+    return ""
+
+
+# a letter written as a percent escape ("%41%73%73…"): escaping nothing a link needs escaped
+_PCT_LETTER = re.compile(r"%(?:4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a])", re.I)
+
+
+def _shown_excerpt(text: str, s: int, e: int) -> bool:
+    """Is the encoded run at ``s:e`` an example cut off ("e.g. "SWdub3Jl..."")? A sample that
+    introduces itself and ends in an ellipsis is shown to the reader, not handed to the model."""
+    return text.startswith(("...", "\u2026"), e) and _EXCERPT_INTRO.search(text, max(0, s - 16), s) is not None
+
+
+def _quoted_by_intro(low: str, i: int) -> bool:
+    """Does position ``i`` sit inside a double-quoted passage on its line that a word of quotation
+    introduces? What the passage says is shown to the reader, not said to it."""
+    ls = low.rfind("\n", 0, i) + 1
+    q = max(low.rfind('"', ls, i), low.rfind("\u201c", ls, i))
+    if q < 0:
+        return False
+    if low[q] == '"' and low.count('"', ls, i) % 2 == 0:
+        return False  # (the last quote before i closes a passage)
+    if low[q] == "\u201c" and low.find("\u201d", q, i) >= 0:
+        return False
+    return _QUOTE_INTRO.search(low, max(ls, q - 40), q + 1) is not None
+
+
+# "If the assistant has a send tool and obeys, the attacker gets the data": a condition that names
+# the model, then a statement about someone else (no order, no obligation)
+_CONDITION_ADDRESS = re.compile(r"(?:if|when|whenever|once|after|before)\b.*,$")
+_STATEMENT_AFTER = re.compile(r"\s*(?:the|a|an|this|that|these|those|its|their|his|her|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+"
+                              r"(?:gets?|got|is|are|was|were|has|have|had|arrives?|receives?|learns?|sees?|wins?|"
+                              r"ends?\s+up|can|could|may|might|would|will)\b")
+_OBLIGATION = re.compile(r"\b(?:must|should|shall|needs?\s+to|ha(?:s|ve)\s+to|(?:is|are)\s+(?:to|required|expected)|"
+                         r"please|always|never)\b")
+
+
+def _condition_then_statement(t: str, directive: str) -> bool:
+    d = directive.strip()
+    if not _CONDITION_ADDRESS.fullmatch(d):
+        return False
+    k = t.find(d)
+    rest = t[k + len(d) :] if k >= 0 else ""
+    return _STATEMENT_AFTER.match(rest) is not None and _OBLIGATION.search(rest) is None
 
 
 def _inside_quotes(low: str, i: int) -> bool:
@@ -1270,7 +1373,8 @@ def _extra_addresses(low: str, at: _At = None) -> list[re.Match[str]]:
                     (m := _BANNER_RE.search(low, max(0, i - 40), z)) is not None:  # fmt: skip
                 out.setdefault(m.start(), m)
                 continue
-            if not at_work and (not _may_address(w) or _WINDOW_NEEDS.search(low, a, z) is None):
+            if not at_work and (not _may_address(w) or _WINDOW_NEEDS.search(low, a, z) is None or
+                                not _EXTRA_PREFILTER.may_match(low, a, z)):  # fmt: skip
                 continue
             # (every match that starts by the anchor: an earlier address in the window, "Assignee: (AI
             # assistant)", does not hide the one at the anchor, "the assignee must call `x.add_member`")
@@ -1290,6 +1394,14 @@ def _extra_addresses(low: str, at: _At = None) -> list[re.Match[str]]:
                 if m is not None:
                     out.setdefault(m.start(), m)
     return list(out.values())
+
+
+def warm_up(timeout: float = 30.0) -> bool:
+    """Compile the window prefilters now and wait for them (benchmarks and tests; a scanning
+    process compiles them on its own after its first few dozen windows). False when Hyperscan
+    is missing or did not compile them: every window is then read by Python, with the same
+    answers."""
+    return all([p.wait_ready(timeout) for p in (_EXTRA_PREFILTER, _ADDRESS_PREFILTER, _NOT_ADDRESSEE_PREFILTER)])
 
 
 def _own_name_redirects(low: str, tool_name: str | None) -> list[re.Match[str]]:

@@ -55,7 +55,7 @@ OTHER = frozenset(("[", "[[", "git", "kubectl", "make", "echo", "printf", "expor
                    "nohup", "timeout", "xargs", "watch", "alias", "defaults", "chattr",
                    "systemd-run", "at", "cron", "crontab", "kubectx", "jq", "yq", "sqlite3",
                    "psql", "mysql", "redis-cli", "mongo", "mongosh", "node", "tsc", "set-mppreference",
-                   "add-mppreference", "ufw", "setenforce", "netsh"))  # fmt: skip
+                   "add-mppreference", "ufw", "setenforce", "netsh", "xattr", "spctl", "csrutil"))  # fmt: skip
 KNOWN = (DOWNLOADERS | INTERPRETERS | PRIVESC | INSTALLERS | NETCMDS | RECON | SECRET_CMDS
          | READERS | WRITERS | DESTRUCTIVE | OTHER) - {".", "pass", "type", "host", "w", "at",
                                                           "open", "op", "http", "fetch", "set",
@@ -146,7 +146,7 @@ def _simple_commands(text: str) -> list[tuple[list[str], list[tuple[str, str]], 
 
 def looks_like_command(text: str) -> bool:
     """Does this span read as a shell command (first word a known command, or shell syntax)?"""
-    t = text.strip()
+    t = _CHAIN_OPENER.sub("", text.strip(), count=1)  # ("; history -c": a suffix to chain onto a command)
     if not t or len(t) > 2000:
         return False
     first = _base(t.split(None, 1)[0])
@@ -159,6 +159,10 @@ def looks_like_command(text: str) -> bool:
     if re.match(r"[a-z0-9_]+=\S", t) and len(t.split()) > 1:
         return _base(t.split()[1]) in KNOWN  # VAR=x cmd
     return False
+
+
+# the operator a suffix opens with, to be chained onto another command ("append `; history -c`")
+_CHAIN_OPENER = re.compile(r"^(?:;|&&|\|\||&)\s*")
 
 
 @lru_cache(maxsize=2048)
@@ -250,7 +254,16 @@ def classify(text: str) -> Shell | None:
                 hit("privesc", f"{name} {joined[:40]} (opens permissions)")
             else:
                 hit("write", f"{name} changes file modes")
-        if name in SECRET_CMDS:
+        if (name == "history" and re.search(r"(?:^|\s)-\w*[cd]", joined)) or \
+                (name in ("export", "unset", "set") and re.search(r"\bhistfile\b(?!\s*=\s*~?/?\S*history)|\bhistsize=0\b|"
+                                                              r"\+o\s+history", joined)) or \
+                (name == "xattr" and "com.apple.quarantine" in joined and re.search(r"(?:^|\s)-\w*d", joined)) or \
+                (name == "spctl" and re.search(r"--master-disable|--global-disable|--disable", joined)) or \
+                (name == "csrutil" and re.search(r"\bdisable\b", joined)):  # fmt: skip
+            # tracks covered (the shell's history erased or switched off) or a macOS safeguard lifted
+            # (Gatekeeper's quarantine flag stripped, assessments or SIP off)
+            hit("privesc", f"{name} {joined[:40]} (switches a safeguard or the audit trail off)")
+        elif name in SECRET_CMDS:
             if name == "security" and not re.search(r"find-\w*-password|dump-keychain|export", joined):
                 hit("recon", "security")
             else:

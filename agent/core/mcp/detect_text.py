@@ -78,17 +78,45 @@ def _plain_lower(ch: str) -> str:
 _WORD_RE = re.compile(r"[^\W\d_]+")
 
 
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+_WORD_CHAR = re.compile(r"[^\W\d_]")
+
+
+def non_ascii_words(text: str) -> list[tuple[int, str]]:
+    """(start, word) of the words (runs of letters, as _WORD_RE reads them) that hold a letter
+    beyond ASCII, found from the non-ASCII characters out rather than by reading every word."""
+    out: list[tuple[int, str]] = []
+    end = 0
+    for m in _NON_ASCII_RUN.finditer(text):
+        i = max(m.start(), end)
+        while i < m.end():
+            if _WORD_CHAR.match(text, i) is None:
+                i += 1
+                continue
+            a = i
+            while a > end and _WORD_CHAR.match(text, a - 1) is not None:
+                a -= 1
+            w = _WORD_RE.match(text, a)
+            assert w is not None
+            out.append((a, w.group(0)))
+            i = end = w.end()
+    return out
+
+
 def _script_words(text: str) -> set[int]:
     """Positions of confusable letters that stand in words of their own script ("перед"):
     those are read as written. Words mixing in Latin letters ("ѕеnd") or made only of
     look-alikes ("сору" for "copy") are folded to Latin."""
     keep: set[int] = set()
-    words = [(m.start(), m.group(0)) for m in _WORD_RE.finditer(text)]
-    latin = sum(len(w) for _, w in words if w.isascii())
-    other = sum(len(w) for _, w in words if not w.isascii())
+    words = non_ascii_words(text)  # (a 64 KB changelog holds ten thousand words, a handful of them not ASCII)
+    other = sum(len(w) for _, w in words)
+    ascii_bytes = text.encode("ascii", "ignore")
+    ascii_letters = len(ascii_bytes) - len(ascii_bytes.translate(None, _ASCII_LETTERS))
+    latin = ascii_letters - sum(1 for _, w in words for c in w if c.isascii())  # (the letters of ASCII words)
     mostly_other = other > latin  # Russian or Greek text, not look-alikes in English
     for start, w in words:
-        if w.isascii() or any(c.isascii() for c in w):
+        if any(c.isascii() for c in w):
             continue  # mixed words are folded: that is the homoglyph trick
         if not any(0x0370 <= ord(c) <= 0x058F for c in w):
             continue  # only Greek, Cyrillic and Armenian words are kept (fullwidth Latin is folded)

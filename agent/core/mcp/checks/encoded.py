@@ -38,13 +38,21 @@ _HEX_SEP = bytes(
     1 if chr(b) in "0123456789abcdefABCDEF" else 2 if chr(b) in " ,:" else 0 for b in range(256)
 )
 _HEX_TRIPLES = b"\x01\x01\x02" * 11
-_ESC_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){6,}|(?:\\u[0-9A-Fa-f]{4}){6,}|(?:\\[0-7]{3}){6,}")
-# (a word written just before the first escape belongs to the run: "ignore%20the%20user%27s…")
-_PCT_RE = re.compile(r"(?:(?<![A-Za-z])[A-Za-z]{2,20}(?=%))?(?:%[0-9A-Fa-f]{2}[^\s%\x00]*){4,}")
+# (written to open with the backslash itself: the regex engine then skips to each backslash
+# instead of trying three alternatives at every position of the text)
+_ESC_RE = re.compile(r"\\(?:x[0-9A-Fa-f]{2}(?:\\x[0-9A-Fa-f]{2}){5,}|u[0-9A-Fa-f]{4}(?:\\u[0-9A-Fa-f]{4}){5,}|"
+                     r"[0-7]{3}(?:\\[0-7]{3}){5,})")
+# four or more percent escapes in a row; a word written just before the first escape belongs to
+# the run ("ignore%20the%20user%27s…"): added by _percent_runs (a pattern that opens with an
+# optional word is tried at every position of the text; one that opens with '%' jumps to each '%')
+_PCT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}[^\s%\x00]*){4,}")
 _ENTITY_RE = re.compile(r"(?:&#(?:\d{2,7}|x[0-9a-fA-F]{2,6});){6,}")
 _TOKEN_RE = re.compile(r"[^\s\x00]{20,}")
 # decimal character codes ("67 97 108 108 32 …"): twelve or more, each a printable ASCII code
-_DECIMAL_RE = re.compile(r"(?<![\d.])(?:(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])[ ,;]\s?){11,}"
+# (the first code is spelled with the "no digit or dot before it" test after its first digit, so
+# that the pattern opens with a digit and the engine skips every other character)
+_DECIMAL_RE = re.compile(r"(?:3(?<![\d.].)[2-9]|[4-9](?<![\d.].)\d|1(?<![\d.].)(?:[01]\d|2[0-6]))[ ,;]\s?"
+                         r"(?:(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])[ ,;]\s?){10,}"
                          r"(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])(?![\d.])")
 _B64_STD = bytes(
     1 if (chr(b).isascii() and chr(b).isalnum()) or chr(b) in "+/" else 0 for b in range(256)
@@ -83,9 +91,18 @@ def _decimal_codes(text: str, data: bytes | None = None) -> bool:
     """At least 24 digits, then twelve numbers in a row: the necessary condition for decimal
     character codes (the digit count is one C-speed pass; the regex runs only past it).
     ``data``: ``text`` encoded as utf-8 (surrogatepass), when the caller has it."""
+    global _last_decimal
+    last = _last_decimal
+    if last is not None and last[0] is text:
+        return last[1]  # (a result scan asks three times of the same text)
     if data is None:
         data = text.encode("utf-8", "surrogatepass")
-    return len(data) - len(data.translate(None, _DIGITS)) >= 24 and _DECIMAL_RE.search(text) is not None
+    r = len(data) - len(data.translate(None, _DIGITS)) >= 24 and _DECIMAL_RE.search(text) is not None
+    _last_decimal = (text, r)  # (one tuple, swapped whole: safe between threads)
+    return r
+
+
+_last_decimal: tuple[str, bool] | None = None
 
 
 def may_hold_payload(text: str, low: str | None = None) -> bool:
@@ -134,13 +151,71 @@ def _encoded_again(s: str) -> bool:
     return _readable(raw) is not None
 
 
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _percent_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of four or more percent escapes, with the word of 2 to 20 letters
+    written right before its first escape ("ignore%20the…"; not a longer word, not letters that
+    end the run before)."""
+    prev = 0
+    for m in _PCT_RE.finditer(text):
+        s = k = m.start()
+        while k > prev and text[k - 1] in _LETTERS:
+            k -= 1
+        if 2 <= s - k <= 20 and not (k > 0 and text[k - 1] in _LETTERS):
+            s = k
+        prev = m.end()
+        yield s, prev
+
+
+# whitespace (as the regex engine's \s reads ASCII) and NUL: what ends a token
+_TOKEN_END = bytes(0 if b == 0 or chr(b).isspace() else 1 for b in range(256))
+_RUN16 = b"\x01" * 16
+_RUN20 = b"\x01" * 20
+_RUN24 = b"\x01" * 24
+_HEX_ONLY = bytes(1 if chr(b) in "0123456789abcdefABCDEF" else 0 for b in range(256))
+_B32_ONLY = bytes(1 if chr(b) in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" else 0 for b in range(256))
+
+
+def _long_tokens(text: str, data: bytes) -> Iterator[tuple[int, str]]:
+    """(start, token) of the tokens of 20 or more characters (no whitespace, no NUL) that may hold
+    a hex, base32 or base64 run: those with 16 characters of either base64 alphabet in a row
+    (hex needs 24 of them, base32 16, base64 20). In ASCII text such a run is found with
+    ``bytes.find`` on a translated copy, and only its token is read (a changelog's thousands of
+    URLs and paths are not each matched against three patterns). Other text is read the same way
+    with each non-ASCII character as '?' (one byte per character: positions stay those of the
+    text), and a token that holds non-ASCII whitespace is split where the regex engine splits it.
+    ``data``: ``text`` encoded as utf-8."""
+    ascii_text = text.isascii()
+    if not ascii_text:
+        data = text.encode("ascii", "replace")
+    runs = data.translate(_B64_ANY)
+    ends = data.translate(_TOKEN_END)
+    i = runs.find(_RUN16)
+    while i >= 0:
+        a = ends.rfind(b"\x00", 0, i) + 1
+        z = ends.find(b"\x00", i)
+        if z < 0:
+            z = len(ends)
+        if z - a >= _LONG_TOKEN:
+            tok = text[a:z]
+            if ascii_text or tok.isascii() or not any(ch.isspace() for ch in tok):
+                yield a, tok
+            else:
+                for m in _TOKEN_RE.finditer(text, a, z):
+                    yield m.start(), m.group(0)
+        i = runs.find(_RUN16, z)
+
+
 def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(kind, start, end, decoded text) for encoded runs that decode to readable text."""
     if "%" in text:
-        for m in _PCT_RE.finditer(text):
-            decoded = urllib.parse.unquote(m.group(0))
-            if decoded != m.group(0):
-                yield "percent", m.start(), m.end(), decoded
+        for s, e in _percent_runs(text):
+            run = text[s:e]
+            decoded = urllib.parse.unquote(run)
+            if decoded != run:
+                yield "percent", s, e, decoded
     if "&#" in text:
         for m in _ENTITY_RE.finditer(text):
             r = _readable(html.unescape(m.group(0)).encode("utf-8", "replace"))
@@ -180,16 +255,27 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
                 continue
             if r:
                 yield "hex", m.start(), m.end(), r
-    for tok_m in _TOKEN_RE.finditer(text) if _b64_run(data) else ():
-        tok, base = tok_m.group(0), tok_m.start()
-        for m in _HEX_RE.finditer(tok):
+    if not _b64_run(data):
+        return
+    # (which of the three patterns can match in a token: a run of its alphabet long enough, found
+    # with bytes.find on translated copies whose positions are the text's; most tokens, URLs and
+    # paths, need only the base64 one, and some none)
+    asc = data if len(data) == len(text) else text.encode("ascii", "replace")
+    hexes, b32s = asc.translate(_HEX_ONLY), asc.translate(_B32_ONLY)
+    stds, urls = asc.translate(_B64_STD), asc.translate(_B64_URL)
+    for base, tok in _long_tokens(text, data):
+        end = base + len(tok)
+        may_hex = hexes.find(_RUN24, base, end) >= 0
+        may_b32 = b32s.find(_RUN16, base, end) >= 0
+        may_b64 = stds.find(_RUN20, base, end) >= 0 or urls.find(_RUN20, base, end) >= 0
+        for m in _HEX_RE.finditer(tok) if may_hex else ():
             try:
                 r = _readable(binascii.unhexlify(m.group(0)))
             except (binascii.Error, ValueError):
                 continue
             if r:
                 yield "hex", base + m.start(), base + m.end(), r
-        for m in _B32_RE.finditer(tok):
+        for m in _B32_RE.finditer(tok) if may_b32 else ():
             core = m.group(0).rstrip("=")
             try:
                 r = _readable(base64.b32decode(core + "=" * (-len(core) % 8)))
@@ -197,7 +283,7 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
                 continue
             if r:
                 yield "base32", base + m.start(), base + m.end(), r
-        for m in _B64_RE.finditer(tok):
+        for m in _B64_RE.finditer(tok) if may_b64 else ():
             core = m.group(0).rstrip("=")
             if core.isalpha() and (core.islower() or core.isupper()):
                 continue  # a long word, not base64

@@ -118,6 +118,29 @@ _READ_AND_PASTE = re.compile(r"\b(?:read|open|cat|load)\s+(?:it|the\s+file|them)
                              r"\bpaste\s+(?:it|its\s+contents?|the\s+(?:file'?s?\s+)?contents?)\b")
 
 
+_BACKUP_PURPOSE = frozenset(map(stem, ["backup", "restic", "borg", "snapshot"]))
+
+
+def _samples_beside(tool: ParsedTool, pname: str) -> bool:
+    """Do the parameter's sample values include an ordinary folder (no dot folder, no credentials)? (samples that are
+    all key folders, "~/.aws", "~/.ssh", "~/.gnupg", point the model at keys whatever the tool does)"""
+    spec = tool.param_spec(pname) if pname else None
+    out: list[str] = []
+
+    def walk(x: object, depth: int) -> None:
+        if isinstance(x, str):
+            out.append(x.lower())
+        elif isinstance(x, list) and depth < 3:
+            for y in x[:32]:
+                walk(y, depth + 1)
+
+    if isinstance(spec, dict):
+        walk(spec.get("examples"), 0)
+        walk(spec.get("default"), 0)
+    return any(("/" in v or v.startswith("~")) and "cred" not in path_classes(v) and
+               not v.rstrip("/").rsplit("/", 1)[-1].startswith(".") for v in out)  # (not ~/.aws, a key folder)
+
+
 def _owned_or_excluded(v: str, pname: str, tool: ParsedTool) -> bool:
     """Is a sensitive file as a value the tool's own (a .env linter defaulting to ".env", `env_file`
     defaulting to ".env"), or what the tool leaves alone (naming a secret there protects it)?"""
@@ -340,8 +363,9 @@ class SchemaValueCheck:
         if not ("/" in v or v.startswith((".", "~"))) or "cred" not in path_classes(v):
             return
         pname = f.param or ""
-        if _owned_or_excluded(v, pname, tool) or CRED_PURPOSE & tool.purpose:
-            return
+        if _owned_or_excluded(v, pname, tool) or CRED_PURPOSE & tool.purpose or \
+                (_BACKUP_PURPOSE & tool.name_stems and _samples_beside(tool, pname)):  # fmt: skip
+            return  # (a backup tool's sample set of folders, ~/Documents beside ~/.ssh, as any user's backup holds)
         yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "example_credential_file",
                          f"a sample value of `{pname}` is {v[:60]}, a file that holds credentials")
 
