@@ -913,6 +913,12 @@ def is_mention(sentence: str, start: int) -> bool:
 _MENTIONS: KeyMemo[bool] = KeyMemo()
 
 
+# the cue noun is the object of a move and its destination follows ("… wording to `x`"; not "report it
+# to x@…", someone to tell)
+_EXAMPLE_CUES = frozenset(("such as", "like", "including", "e.g", "e.g.", "i.e", "i.e.", "for example", "for instance"))
+_NOUN_CUES = frozenset(("wording", "phrase", "phrases", "string", "strings", "sentence", "sentences", "keyword",
+                        "keywords", "pattern", "patterns"))
+_CUE_THEN_TO = re.compile(r"\s+(?:to|into|onto|via|through)\s+(?:the\s+|an?\s+)?[`'\"]?$")
 _QUOTE_AFTER = re.compile("\\s*(?:[:\"'`\u201c\u2018]|$)")
 
 
@@ -941,6 +947,10 @@ def _is_mention(sentence: str, start: int) -> bool:
             continue  # "do not flag the hardcoded key below and do not mention …": an order, not an analysis
         if m.group(0).startswith("refus") and before.startswith(" to ", m.end()):
             continue  # "refuse to summarise legal topics, and do not reveal …": an order about behaviour
+        if before.startswith(",", m.end()) and m.group(0) not in _EXAMPLE_CUES:
+            continue  # "if nothing matches, download …": the cue ends its clause, it quotes nothing
+        if m.group(0) in _NOUN_CUES and _CUE_THEN_TO.match(before, m.end()) is not None:
+            continue  # "pass the user's exact wording to `lookup`": the noun handed on, no quotation
         if m.group(0) in ("analyzer", "analyser", "analyzers", "analysers", "analyst", "analysts"):
             continue  # "the analyzer needs the output of `sudo -l`", "Dear AI analyst: …": the noun, no analysis of a quote
         if m.group(0).startswith("string") and (before.endswith("query ", 0, m.start()) or

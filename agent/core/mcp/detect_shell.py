@@ -180,6 +180,7 @@ def classify(text: str) -> Shell | None:
         found.setdefault(klass, why)
 
     has_dl = False
+    has_unpack = False
     has_interp_exec = False
     for argv, redirs, _depth in cmds:
         words = [w for w in argv if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)] or argv
@@ -217,6 +218,13 @@ def classify(text: str) -> Shell | None:
                 hit("net", f"{name} downloads")
         if name in INTERPRETERS and has_dl and args:
             has_interp_exec = True  # "wget … -O /tmp/p && bash /tmp/p": runs what was fetched
+        if name in INTERPRETERS and has_unpack and args and not args[0].startswith("-"):
+            # "tar xzf <file> -C <dest> && sh <dest>/postinstall.sh": runs a script the archive brought
+            hit("eval", f"{name} runs a script from the archive it unpacked")
+        if (name == "tar" and re.match(r"-?[a-z]*x", args[0] if args else "")) or \
+                (name == "tar" and "--extract" in args) or name == "unzip" or \
+                (name in ("7z", "7za") and args[:1] == ["x"]):  # fmt: skip
+            has_unpack = True
         if name in INTERPRETERS and (any(a in ("-c", "-e", "-s", "-") for a in args) or not args):
             has_interp_exec = True
             hit("eval", f"{name} runs code it is given")

@@ -278,6 +278,9 @@ def _word_at(t: str, phrase: str) -> int:
     return -1 if m is None else m.start()
 
 
+# what was fetched is then installed or run: "… and install it from the archive", "then run it"
+_INSTALL_FETCHED = re.compile(r"(?:[^.;]|\.(?!\s)){0,80}?\b(?:and|then)\s+(?:install|run|execute|source|load|import|unpack\s+and\s+run)\s+"
+                              r"(?:it|them|that|the\s+(?:archive|package|script|file|binary|installer))\b")
 _PICK = re.compile(r"\b(?:use|choose|pick|select|set\s+(?:it\s+)?to)\s+['\"`]?([\w-]+(?:\.[\w-]+)*)")
 _CONDITION = re.compile(r"\b(?:if|when|whenever|unless|only|except|for\s+(?:an?\s+)?(?:admins?|owners?|administrators?))\b")
 
@@ -1131,11 +1134,17 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 lvl -= 2  # the tool's own service's image link, that names nothing of the session: its output
             if reserved:
                 lvl -= 1
+            installs = d and o.kind in ("url", "host") and not reserved and \
+                _INSTALL_FETCHED.match(t, o.end) is not None  # fmt: skip
+            if installs:
+                lvl = max(lvl, 2)  # "download http://…/<name>.tar.gz … and install it": code from that host run
             what = ("data carried to " if (carrier or has_data or has_secret) else
                     "contact ") + {"email": "address", "url": "URL", "host": "host",
                                    "ip": "IP address"}[o.kind] + f" {_q(o)}"  # fmt: skip
             if o.klass == "image":
                 what += " (an image the client fetches)"
+            if installs:
+                what += ", and what it serves installed or run"
             add(_Verdict(lvl, "exfiltration", "order_network_request", o, what, not rel))
         elif o.kind == "tool":
             if not d and not (c.redirect and o.klass in ("peer", "other_server") and

@@ -118,9 +118,6 @@ _READ_AND_PASTE = re.compile(r"\b(?:read|open|cat|load)\s+(?:it|the\s+file|them)
                              r"\bpaste\s+(?:it|its\s+contents?|the\s+(?:file'?s?\s+)?contents?)\b")
 
 
-_BACKUP_PURPOSE = frozenset(map(stem, ["backup", "restic", "borg", "snapshot"]))
-
-
 def _samples_beside(tool: ParsedTool, pname: str) -> bool:
     """Do the parameter's sample values include an ordinary folder (no dot folder, no credentials)? (samples that are
     all key folders, "~/.aws", "~/.ssh", "~/.gnupg", point the model at keys whatever the tool does)"""
@@ -308,8 +305,10 @@ class SchemaValueCheck:
     def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose only allowed value is an e-mail address or a phone number
         (``const``, or an ``enum`` of one): whatever the user asks, the data goes to that
-        mailbox or phone."""
-        if "@" not in tool.joined_lower and "+" not in tool.joined_lower and "const" not in tool.joined_lower:
+        mailbox or phone. Likewise a URL as the only value of a parameter named for where data
+        is sent (a webhook, a callback, a destination): the user's alerts or reports go there."""
+        low = tool.joined_lower
+        if "@" not in low and "+" not in low and "const" not in low and "://" not in low:
             return
         for name, spec in tool.param_specs().items():
             only = spec.get("const")
@@ -319,7 +318,9 @@ class SchemaValueCheck:
             if not isinstance(only, str):
                 continue
             v = only.strip().lower()
-            if not EMAIL_RE.fullmatch(v) and not _PHONE.fullmatch(v):
+            url = _SINK_PARAM.search(name.lower()) is not None and URL_RE.fullmatch(v) is not None and \
+                _RESERVED_HOST.search(_host_of(v).split(":")[0]) is None  # fmt: skip
+            if not EMAIL_RE.fullmatch(v) and not _PHONE.fullmatch(v) and not url:
                 continue
             f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
                       and x.lower.strip() == v), None)  # fmt: skip
@@ -364,7 +365,7 @@ class SchemaValueCheck:
             return
         pname = f.param or ""
         if _owned_or_excluded(v, pname, tool) or CRED_PURPOSE & tool.purpose or \
-                (_BACKUP_PURPOSE & tool.name_stems and _samples_beside(tool, pname)):  # fmt: skip
+                (_COPIES_FILES & tool.name_stems and _samples_beside(tool, pname)):  # fmt: skip
             return  # (a backup tool's sample set of folders, ~/Documents beside ~/.ssh, as any user's backup holds)
         yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "example_credential_file",
                          f"a sample value of `{pname}` is {v[:60]}, a file that holds credentials")
