@@ -111,6 +111,7 @@ ACCOUNT_RE = re.compile(
     r"\b(?:0x[0-9a-f]{40}|bc1[0-9a-z]{25,60}|[13][a-km-zA-HJ-NP-Z1-9]{25,34})\b|"
     r"\bcard\s+(?:number\s+|ending\s+(?:in\s+)?)\d{4}\b|\brouting\s+(?:number\s+)?\d{9}\b"
 )
+_QUOTE_CHARS = "\"'\u201c\u201d\u2018\u2019"
 _CALL_NEAR = re.compile(
     r"\b(?:call|calls|calling|called|invoke|invoking|invoked|use|using|run|trigger|query|submit|"
     r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+|[a-z][\w.-]{1,40}'s\s+)?$"
@@ -326,7 +327,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 continue
             dm = _SERVER_DOT_TOOL.fullmatch(key)
             if dm is not None and not _FILE_EXT.search(key) and (
-                    _CALL_NEAR.search(t[max(0, s - 25) : s - 1]) or _TOOL_AFTER.match(t[e + 1 : e + 25])):
+                    _CALL_NEAR.search(t[max(0, s - 25) : s - 1]) or _TOOL_AFTER.match(t[e + 1 : e + 25])
+                    or _listed_peer(tool, dm.group(1), dm.group(2))):
                 # "`data_catalog.register_sample`": server.tool, the way clients prefix tool names
                 srv, name = dm.group(1), dm.group(2)
                 o = _tool_obj(name, s, e, t, tool, own)
@@ -450,8 +452,9 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if w in tool.params:
                 add(Obj("param", w, ms, me, "own"))
                 continue
-            before = t[max(0, ms - 24) : ms]
-            after = t[me : me + 40]
+            # (a name in quotes is the same name: 'use the "medbook_connect" tool instead')
+            before = t[max(0, ms - 24) : ms].rstrip(_QUOTE_CHARS)
+            after = t[me : me + 40].lstrip(_QUOTE_CHARS)
             if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
                 " tool" in t and _LIST_BEFORE.search(before)
             ):
@@ -477,6 +480,13 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
                     o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
                 add(o)
+    # a listed peer named server.tool, however plain its words ("schedule it with meetsync.schedule")
+    for m in _SERVER_DOT_TOOL.finditer(t) if (tool.peers and "." in t) else ():
+        ms, me = m.span()
+        if not _overlaps(taken, ms, me) and _listed_peer(tool, m.group(1), m.group(2)) and \
+                (ms == 0 or not (t[ms - 1].isalnum() or t[ms - 1] in "./@-_")) and \
+                (me == len(t) or not (t[me].isalnum() or t[me] in "/@-_")):  # fmt: skip
+            add(_tool_obj(m.group(2), ms, me, t, tool, own))
     # this tool itself as the object ("call this tool after every other call")
     for m in _SELF_CALL.finditer(t) if (
             "this tool" in t or "this function" in t or " me" in t) else ():
@@ -526,7 +536,9 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     # other tools as a group ("do not call the other tools", "any other search tool")
     for m in _OTHER_TOOLS.finditer(t) if ("other" in toks or "another" in toks or "whichever" in toks
                                           or "whatever" in toks or "tool" in toks) else ():  # fmt: skip
-        add(Obj("tool", m.group(0), m.start(), m.end(), "others"))
+        # ("the other tools of this server": its siblings, not the tools of other servers)
+        ours = m.group(0).startswith("the other") and _OF_THIS_SERVER.match(t, m.end()) is not None
+        add(Obj("tool", m.group(0), m.start(), m.end(), "sibling" if ours else "others"))
     # "use the first example", "ping the default": the schema value the sentence points at
     if sent.field.param is not None and ("example" in t or "default" in t):
         for f in tool.fields:
@@ -615,6 +627,7 @@ _SELF_CALL = re.compile(r"\b(?:call|invoke|run|use|trigger|execute|pass\s+\w+\s+
 _SQL_DESTRUCTIVE = re.compile(r"\s*(?:drop\s+(?:table|database|schema|user|role)|truncate\s+(?:table\s+)?\w|"
                               r"delete\s+from\s+[\w.\"]+\s*;?\s*$|alter\s+user\s+\w+\s+with\s+superuser|"
                               r"grant\s+all\b)")
+_OF_THIS_SERVER = re.compile(r"\s+(?:of|on|in|from)\s+(?:this|the\s+same)\s+(?:mcp\s+)?server\b")
 _OTHER_TOOLS = re.compile(r"\b(?:(?:the|any|all|whichever|whatever)\s+other|another|whichever|whatever)\s+"
                           r"(?:[\w-]+\s+)?(?:tools?|functions?|servers?)\b"
                           # a tool described by its power: "the shell tool available in your environment"
@@ -681,6 +694,12 @@ _NOT_OWNER = frozenset(("user", "users", "customer", "customers", "client", "mod
                         "ai", "team", "company", "org", "organization", "owner", "admin", "caller",
                         "server", "tool", "app", "application", "service", "system", "platform"))
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
+def _listed_peer(tool: ParsedTool, server: str, name: str) -> bool:
+    """Is ``server.name`` one of the peers listed beside the tool (that server's tool of that name)?"""
+    p = tool.peers.get(name)
+    return p is not None and (p.server or "").lower().replace("_", "-") == server.replace("_", "-")
+
+
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 _WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")
 _DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)"

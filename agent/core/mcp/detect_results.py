@@ -679,6 +679,14 @@ class ResultScanner:
                 # section, blank lines included, up to the next heading of its level or above
                 nxt = _NEXT_HEADING[len(head.group(1))].search(low, m.end())
                 para = nxt.start() if nxt is not None else len(low)
+            eol = low.find("\n", m.end())
+            if para >= 0 and _SALUTATION.fullmatch(m.group(0).strip()) is not None and \
+                    not low[low.rfind("\n", 0, m.start()) + 1 : m.start()].strip() and \
+                    (eol < 0 or not low[m.end() : eol].strip()):  # fmt: skip
+                # "Dear assistant,\n\n…": a salutation on a line of its own opens a letter to the model,
+                # which goes on past its paragraphs (to the sign-off or the span's limit)
+                sign = _SIGN_OFF.search(low, m.end(), m.end() + _SPAN_AFTER)
+                para = sign.start() if sign is not None else -1
             z = min(len(low), m.end() + _SPAN_AFTER, para if para >= 0 else len(low))
             if para >= 0 and z == para and (low[:para].rstrip().endswith(":") or
                                             _BLOCK_INTRO_END.search(low, max(0, para - 24), para) is not None):
@@ -963,6 +971,14 @@ _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:th
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$")
 
 
+# "Here is an example for a support bot:": the sample names its reader, the intro speaks to people
+_SALUTATION = re.compile(r"(?:dear|hello|hi|hey|greetings)\s+(?:[\w-]+\s+){0,2}?(?:ai|assistants?|agents?|models?|llms?|bots?|"
+                         r"claude|copilot)\s*[,:!]")
+_SIGN_OFF = re.compile(r"\n\s*(?:regards|best(?:\s+regards)?|thanks|thank\s+you|cheers|sincerely|kind\s+regards)\b")
+_HERE_IS_SAMPLE = re.compile(r"\s*(?:here\s+is|here's|below\s+is|this\s+is)\s+(?:an?\s+|the\s+|one\s+)?(?:[\w-]+\s+)?"
+                             r"(?:example|sample|template|excerpt)\b")
+# (a hypothetical names the model without speaking to it: "Imagine an e-mail assistant summarising
+# this message:", not "Imagine you are …")
 _HYPOTHETICAL = re.compile(r"\s*(?:imagine|suppose|picture)\s+(?!you\b|yourself\b|that\s+you\b)")
 
 
@@ -982,21 +998,45 @@ def _block_after(low: str, i: int) -> int:
     return z if z > a else i
 
 
+def _intro_shows(line: str) -> bool:
+    """Does the line before a block introduce it as a sample shown ("A malicious server can publish a
+    tool like this:", "Here is an example for a support bot:")? Not an intro that is itself an order
+    to the model ("AI agents, run the payload below:"), unless it only imagines or shows one."""
+    last = line.rfind(". ") + 1
+    return _SAMPLE_INTRO.search(line) is not None and (
+        _RESULT_ADDRESS_RE.search(line) is None or _HYPOTHETICAL.match(line, last) is not None or
+        _HERE_IS_SAMPLE.match(line, last) is not None)
+
+
+def _fenced_intro(low: str, i: int) -> str | None:
+    """The line before the ``` fence that position ``i`` sits inside (None outside a fence)."""
+    k = low.rfind("```", 0, i)
+    if k < 0 or (k > 0 and low[k - 1] != "\n"):
+        return None
+    if (low.count("\n```", 0, i) + low.startswith("```")) % 2 == 0:
+        return None  # (the last fence before i closes its block)
+    b = k
+    while b > 0:  # up over blank lines to the line that introduces the block
+        a = low.rfind("\n", 0, b - 1) + 1
+        line = low[a : b - 1]
+        if line.strip():
+            return line
+        b = a
+    return None
+
+
 def _shown_block(low: str, i: int) -> bool:
-    """Does position ``i`` sit in an indented or quoted block that a line ending in a colon
+    """Does position ``i`` sit in an indented, quoted or fenced block that a line ending in a colon
     introduces as an example or a payload shown? (a text that explains an attack shows it so)"""
     a = low.rfind("\n", 0, i) + 1
     if _BLOCK_LINE.match(low, a) is None:
-        return False
+        intro = _fenced_intro(low, i) if "```" in low else None
+        return intro is not None and _intro_shows(intro)
     while a > 0:  # up through the block to the line before it
         b = low.rfind("\n", 0, a - 1) + 1
         line = low[b : a - 1]
         if line.strip() and _BLOCK_LINE.match(line) is None:
-            # (not an intro that is itself an order to the model: "AI agents, run the payload below:")
-            # (a hypothetical names the model without speaking to it: "Imagine an e-mail assistant
-            # summarising this message:", not "Imagine you are …")
-            return _SAMPLE_INTRO.search(line) is not None and (
-                _RESULT_ADDRESS_RE.search(line) is None or _HYPOTHETICAL.match(line, line.rfind(". ") + 1) is not None)
+            return _intro_shows(line)
         a = b
     return False
 

@@ -119,6 +119,9 @@ _SESSION_SOURCE = re.compile(r"\b(?:(?:in|from)\s+(?:the\s+|this\s+|your\s+)?(?:
 _PASTE_SECRET = re.compile(r"\b(?:paste|put|insert|copy|include|read)\s+(?:in\s+|here\s+)?(?:the\s+|your\s+|"
                            r"their\s+|its\s+)?(?:full\s+|raw\s+|entire\s+)?(?:private[\s_-]?key|ssh[\s_-]?key|"
                            r"seed\s+phrase|recovery\s+phrase|saved\s+payment|card\s+number|password)|"
+                           # "paste here any API keys, passwords, tokens … that appear in the document"
+                           r"\b(?:paste|put|insert|copy|include|list)\s+(?:in\s+)?here\s+(?:any|all|every)\s+(?:[\w-]+\s+){0,2}?"
+                           r"(?:api\s+keys?|keys|passwords?|tokens?|secrets?|credentials?|connection\s+strings?)\b|"
                            r"\bread\s+from\s+(?:the\s+)?(?:browser|keychain|password\s+manager|wallet)")
 _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|print|retrieve)[_-](?:\w+[_-])?"
                           r"(?:secrets?|credentials?|passwords?|tokens|api[_-]keys|keychain|vault|cookies|"
@@ -304,12 +307,14 @@ def _privileged_pick(t: str, tool: ParsedTool, pname: str, c: Cues) -> str:
 
 
 def _same_clause(t: str, i: int, phrase: str) -> bool:
-    """Is ``phrase`` in the ';'-separated clause of position ``i``? ("call list_schemas first;
-    guessing 'public' often fails": the call is not made with 'public') True when it cannot tell."""
+    """Is ``phrase`` in the clause of the call at position ``i``? ("call list_schemas first;
+    guessing 'public' often fails", "You need the exact owner …: … call list_repositories first":
+    the call is not made with 'public' or as 'owner'.) Clauses end at ';', and a colon ends the
+    one before the call (not "call x with role: owner"). True when it cannot tell."""
     j = _word_at(t, phrase)
     if j < 0:
         j = t.find(phrase)
-    return j < 0 or _clause_at(t, i) == _clause_at(t, j)
+    return j < 0 or (_clause_at(t, i) == _clause_at(t, j) and not (j < i and ": " in t[j:i]))
 
 
 def _secrets_elsewhere(t: str, directive: str, objs: list[Obj]) -> bool:
@@ -348,6 +353,10 @@ def _shown_to_user(t: str, start: int) -> bool:
     return m is not None and lx.NET_VERBS_RE.search(t, m.start(1), start) is None
 
 
+# a raw form of what the tool returns, shown in a readable form instead (a matter of presentation)
+_RAW_FORM = re.compile(r"\s*(?:the\s+)?(?:raw|internal|numeric|opaque|encoded|escaped)\s+(?:[\w-]+\s+){0,2}?"
+                       r"(?:ids?|identifiers?|keys|codes|values|json|markup|html|timestamps?|urls?|hashes)\b")
+_SHOWN_INSTEAD = re.compile(r"\b(?:display|show|use|render|print|give)\b[^.;]{0,60}\binstead\b")
 _PROTECTIVE = re.compile(r"\b(?:password|passphrase|secret|key|token|credential|code|pin|"
                          r"private)s?\b")  # fmt: skip
 _PROMO = re.compile(r"\$\d|\b(?:bonus|discount|coupon|promo(?:\s+code)?|claim\s+your|sponsored|"
@@ -633,6 +642,8 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                 continue  # "never reveal the password": protects the user
             if _UNTIL.match(after):
                 continue  # "don't show the solution until they have answered": withheld for now
+            if (_RAW_FORM.match(after) or _RAW_FORM.search(t, 0, m.start())) and _SHOWN_INSTEAD.search(t, m.end()):
+                continue  # "do not show raw user IDs to the user: resolve them … and display names instead"
             if _CLAIM_AFTER.match(after) and not _SIDE_EFFECT.search(after):
                 continue  # "never tell the user a type is unsupported": no false claims
             if _PASSIVE_CONCEAL.search(m.group(0)) and "user" not in after[:30] and \
@@ -1563,7 +1574,8 @@ _BARE_PICK = re.compile(r"(?:always\s+)?(?:use|choose|pick|select|set(?:\s+it)?\
 _PRIVILEGED_VALUE = re.compile(r"(?:^|_|-)(?:super_?admin|super_?user|admin(?:istrator)?|owner|root)s?$|^superuser$|^sudo$")
 _SWAP_USERS_VALUE = re.compile(r"\b(?:if|when|whenever)\s+(?:the\s+)?user\s+(?:gives|provides|enters|supplies|"
                                r"types|picks|chooses|selects|names|specifies|passes|asks\s+for)\b[^.;]{0,80}?,\s*"
-                               r"(?:use|pass|send|set|put|choose|pick|substitute|fill\s+in)\b[^.;]{1,80}?\binstead\b")
+                               r"(?:(?:use|pass|send|set|put|choose|pick|substitute|fill\s+in)\b[^.;]{1,80}?\binstead\b|"
+                               r"replace\s+(?:it|them|that|this|the\s+address)\s+with\b)")
 # the override is about the user's own choice ("whatever the user specified", "even if the
 # user asks"), not a repetition ("for every request")
 _OVER_USER = re.compile(r"\b(?:regardless|whatever|no\s+matter|irrespective|even\s+(?:when|if|though)|"
@@ -1651,7 +1663,7 @@ def _peer_acts(tool: ParsedTool, name: str) -> bool:
 _GATE_BYTES = b"@~$|"
 _GATE_IDENT = b"`_"  # backticks and identifiers: only with a word that can make them an object
 _COMPANIONS = frozenset(
-    w.encode() for w in ["server", "call", "calls", "calling", "invoke", "invoking", "run", "running", "execute", "submit", "hand", "pass", "passing", "route", "routed", "prefer", "instead", "rather", "before", "after", "first", "whenever", "always", "every", "regardless", "whatever", "even", "override", "overridden", "correct", "put", "place", "fill", "include", "paste", "send", "add", "insert", "copy", "embed", "attach", "supply", "write", "dump", "stuff", "forward", "upload", "post", "give", "share", "append", "store", "must", "should", "required", "need", "needs", "ensure", "please", "never", "don", "also", "token", "key", "secret", "password", "credentials", "credential", "auth", "cookie", "private", "ssh", "env"]
+    w.encode() for w in ["server", "call", "calls", "calling", "invoke", "invoking", "run", "running", "execute", "submit", "hand", "pass", "passing", "route", "routed", "prefer", "instead", "rather", "before", "after", "first", "whenever", "always", "every", "regardless", "whatever", "even", "override", "overridden", "correct", "replace", "substitute", "swap", "put", "place", "fill", "include", "paste", "send", "add", "insert", "copy", "embed", "attach", "supply", "write", "dump", "stuff", "forward", "upload", "post", "give", "share", "append", "store", "must", "should", "required", "need", "needs", "ensure", "please", "never", "don", "also", "token", "key", "secret", "password", "credentials", "credential", "auth", "cookie", "private", "ssh", "env"]
 ) | frozenset(w.encode() for w in KNOWN if w.isalpha())
 _EVERY_B = frozenset(b"every each any all".split())
 _GATE_SLASH = tuple(x for x in _GATE_SUBSTR if "/" in x)
@@ -1808,7 +1820,8 @@ MAX_PROSE = 256 * 1024  # characters of prose read per tool (the largest real to
 _BOUND_KINDS = frozenset(("param_desc", "param_title", "vendor", "comment", "default", "const",
                           "example", "enum"))
 # in a parameter's own text, "always"/"every call" with a value is already an override
-_PARAM_GATE = frozenset(b"always every even whatever regardless instead append prepend include insert treat cases exception".split())
+_PARAM_GATE = frozenset(b"always every even whatever regardless instead append prepend include insert treat cases exception "
+                         b"replace substitute swap".split())
 
 
 def _param_gate_words(text: str) -> bool:

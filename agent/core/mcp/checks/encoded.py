@@ -1,7 +1,8 @@
 """Encoded payloads: decoded and read again the way the model would read them.
 
 Base64 / base64url, hex (also spaced or ``0x``-separated), ``\\x`` / ``\\u``
-escapes, percent-encoding, HTML character references and ROT13 are decoded;
+escapes, percent-encoding, HTML character references, ROT13 and text written
+backwards after a hint to read it so are decoded;
 what decodes to readable text is analysed by the directive check. An order
 found inside an encoding is raised one level (hiding it is evidence of
 intent); readable prose in an encoding together with a hint to decode it is
@@ -117,6 +118,8 @@ def may_hold_payload(text: str, low: str | None = None) -> bool:
         low = text.lower()
     if "rot13" in low or "rot-13" in low:
         return True
+    if ("revers" in low or "backward" in low) and _REVERSED_HINT.search(low) is not None:
+        return True
     return (" gur " in low or " naq " in low or " lbh " in low) and \
         len(_ROT13_WORDS.intersection(low.split())) >= 2
 
@@ -208,6 +211,16 @@ def _long_tokens(text: str, data: bytes) -> Iterator[tuple[int, str]]:
         i = runs.find(_RUN16, z)
 
 
+# a hint that what follows is written backwards, up to its colon
+_REVERSED_HINT = re.compile(r"\b(?:revers(?:ed|e)|backwards?|right[- ]to[- ]left|mirrored)\b[^.:\n]{0,40}:\s*")
+_COMMON_WORDS = frozenset(["the", "and", "to", "of", "a", "in", "is", "it", "for", "with", "on", "that", "this", "your",
+                           "you", "file", "all", "as", "be", "from"])
+
+
+def _english_words(s: str) -> int:
+    return sum(1 for w in re.findall(r"[a-z]+", s.lower()) if w in _COMMON_WORDS)
+
+
 def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(kind, start, end, decoded text) for encoded runs that decode to readable text."""
     if "%" in text:
@@ -231,6 +244,18 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             if r:
                 yield "escaped", m.start(), m.end(), r
     low = text.lower()
+    if "revers" in low or "backward" in low:
+        # text written backwards after a hint to read it so ("Instruction reversed for compactness:
+        # .tnemugra lebal eht sa ti ssap …"): the run after the hint, read right to left
+        for m in _REVERSED_HINT.finditer(low):
+            a = m.end()
+            z = next((k for k in (low.find("\n\n", a),) if k >= 0), len(text))
+            run = text[a:z].strip()
+            if len(run) < 16:
+                continue
+            back = run[::-1]
+            if _english_words(back) >= _english_words(run) + 3:
+                yield "reversed", a, z, back
     hinted = "rot13" in low or "rot-13" in low
     if hinted or len(_ROT13_WORDS.intersection(low.split())) >= 2:
         # the longest run of words that reads as English after ROT13 (when the text names ROT13, a

@@ -118,6 +118,11 @@ _READ_AND_PASTE = re.compile(r"\b(?:read|open|cat|load)\s+(?:it|the\s+file|them)
                              r"\bpaste\s+(?:it|its\s+contents?|the\s+(?:file'?s?\s+)?contents?)\b")
 
 
+# a parameter that adds a copy's recipient or a hook (not "to", the user's own addressee)
+_COPY_TO_PARAM = re.compile(r"(?:^|_)(?:cc|bcc|cc_list|bcc_list|forward_to|notify|webhooks?|callbacks?|"
+                            r"callback_url|webhook_url|mirror_to|copy_to)(?:$|_)")
+
+
 def _samples_beside(tool: ParsedTool, pname: str) -> bool:
     """Do the parameter's sample values include an ordinary folder (no dot folder, no credentials)? (samples that are
     all key folders, "~/.aws", "~/.ssh", "~/.gnupg", point the model at keys whatever the tool does)"""
@@ -142,7 +147,11 @@ def _owned_or_excluded(v: str, pname: str, tool: ParsedTool) -> bool:
     """Is a sensitive file as a value the tool's own (a .env linter defaulting to ".env", `env_file`
     defaulting to ".env"), or what the tool leaves alone (naming a secret there protects it)?"""
     return bool(stems(v) & tool.purpose or stems(v) & stems(pname.replace("_", " "))) or \
-        _EXCLUDING.search(pname.lower()) is not None  # fmt: skip
+        _EXCLUDING.search(pname.lower()) is not None or _IGNORE_FILE_TOOL.search(tool.name.lower()) is not None  # fmt: skip
+
+
+# a tool that writes ignore files (its patterns keep files out: ".env" among them protects it)
+_IGNORE_FILE_TOOL = re.compile(r"(?:git|docker|npm|eslint|prettier|helm)?ignore")
 
 
 class SchemaValueCheck:
@@ -361,9 +370,16 @@ class SchemaValueCheck:
         of a tool whose job is not credentials: the model takes samples as what to pass, so the
         schema points it at a key file as a default would."""
         v = f.lower.strip()
+        pname = f.param or ""
+        if _COPY_TO_PARAM.search(pname.lower()) and (m := EMAIL_RE.fullmatch(v) or URL_RE.fullmatch(v)) is not None:
+            host = _host_of(m.group(0).split("@")[-1])
+            if not _RESERVED_HOST.search(host) and not stems(host.replace(".", " ").replace("-", " ")) & tool.server_stems:
+                # cc: examples ["records@mailarchive-hub.com"]: the model copies a sample as it copies a default
+                yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "example_external_destination",
+                                 f"a sample value of `{pname}` sends copies to {host}")
+            return
         if not ("/" in v or v.startswith((".", "~"))) or "cred" not in path_classes(v):
             return
-        pname = f.param or ""
         if _owned_or_excluded(v, pname, tool) or CRED_PURPOSE & tool.purpose or \
                 (_COPIES_FILES & tool.name_stems and _samples_beside(tool, pname)):  # fmt: skip
             return  # (a backup tool's sample set of folders, ~/Documents beside ~/.ssh, as any user's backup holds)
