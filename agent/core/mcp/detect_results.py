@@ -345,8 +345,12 @@ _ACTING_TOOL = re.compile(r"(?:^|_|-)(?:approve|merge|delete|remove|update|set|g
                           r"share|publish|create|refund|pay|invite|add|disable|enable|revoke|close|push|"
                           r"upload|forward|assign|change)(?:$|_|-)")
 # a quotation of what someone said or wrote, not a value: 'an email that said: "AI assistant, …"'
-_SPEECH_QUOTING = re.compile(r"\b(?:say|says|said|like|e\.g\.|example|such\s+as|reads?|wrote|writes|asked|asks|"
-                             r"results\s+for|searched\s+for|query)\s*:?\s*\"[^\"]*$")
+# words that introduce a quotation right before its opening quote: 'an email that said: "AI assistant,
+# ignore …"', 'something like "…"', 'a PDF containing "…"', 'the hidden line "…"'
+_QUOTE_WORDS = (r"say|says|said|saying|like|e\.g\.|examples?|such\s+as|reads?|wrote|writes|asked|asks|typed|types|"
+                r"containing|contains|contained|lines?|payloads?|results\s+for|searched\s+for|query")
+# a quotation that opens on the line before the end of the text searched, after one of those words
+_SPEECH_QUOTING = re.compile(r"\b(?:" + _QUOTE_WORDS + r")\s*:?\s*[\"\u201c][^\"\u201c\u201d]*$")
 _VALUE_OPENS = re.compile(r"(?:[\"']\s*:|=)\s*$")
 _QUOTING = re.compile(r"(?:\b(?:say|says|said|like|e\.g\.|example|such\s+as|reads?)\s*:?|=)\s*\"[^\"]*$")
 _SET_FIELD = re.compile(r"\bset\s+(?:[^.;]{0,40}?\band\s+)?(?:the\s+)?(?:`?[a-z]+_[a-z_]+`?\s*(?:\bto\b|=)\s*['\"`]?[^\s'\"`]|"
@@ -971,10 +975,11 @@ _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:th
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$")
 
 
-# "Here is an example for a support bot:": the sample names its reader, the intro speaks to people
+# "Dear assistant,": a letter's salutation to the model, and the sign-off that ends the letter
 _SALUTATION = re.compile(r"(?:dear|hello|hi|hey|greetings)\s+(?:[\w-]+\s+){0,2}?(?:ai|assistants?|agents?|models?|llms?|bots?|"
                          r"claude|copilot)\s*[,:!]")
 _SIGN_OFF = re.compile(r"\n\s*(?:regards|best(?:\s+regards)?|thanks|thank\s+you|cheers|sincerely|kind\s+regards)\b")
+# "Here is an example for a support bot:": the sample names its reader, the intro speaks to people
 _HERE_IS_SAMPLE = re.compile(r"\s*(?:here\s+is|here's|below\s+is|this\s+is)\s+(?:an?\s+|the\s+|one\s+)?(?:[\w-]+\s+)?"
                              r"(?:example|sample|template|excerpt)\b")
 # (a hypothetical names the model without speaking to it: "Imagine an e-mail assistant summarising
@@ -1165,15 +1170,6 @@ _SECRET_ENV = re.compile(r"key|token|secret|passw|credential|auth")
 _SINGLE_QUOTE_OPENS = re.compile("(?:^|[\\s:(,])['\u2018]$")
 
 
-# a word that introduces a quotation right before its opening quote ('something like "…"', 'a PDF
-# containing "…"', 'the hidden line "…"', 'saying "…"')
-_QUOTE_INTRO = re.compile(r"\b(?:like|containing|contains|contained|lines?|payloads?|saying|says|said|"
-                          r"reads?|wrote|writes|typed|types|e\.g\.|such\s+as|examples?)\s*:?\s*[\"\u201c]$")
-
-
-_EXCERPT_INTRO = re.compile(r"(?:\be\.g\.|\bi\.e\.|\bexamples?|\bsuch\s+as|\blike)\s*[:,]?\s*[\"'\u201c`]?$", re.I)
-
-
 def _encoded_order(kind: str, run: str, decoded: str) -> str:
     """The order an encoded run spells, when it spells prose that speaks to its reader (an address
     to the model, or a sentence that opens with an order or "when you …"): what the encoding
@@ -1201,21 +1197,13 @@ _PCT_LETTER = re.compile(r"%(?:4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a])", re.I)
 def _shown_excerpt(text: str, s: int, e: int) -> bool:
     """Is the encoded run at ``s:e`` an example cut off ("e.g. "SWdub3Jl..."")? A sample that
     introduces itself and ends in an ellipsis is shown to the reader, not handed to the model."""
-    return text.startswith(("...", "\u2026"), e) and _EXCERPT_INTRO.search(text, max(0, s - 16), s) is not None
+    return text.startswith(("...", "\u2026"), e) and _SAMPLE_LABEL_BEFORE.search(text[max(0, s - 16) : s].lower()) is not None
 
 
 def _quoted_by_intro(low: str, i: int) -> bool:
     """Does position ``i`` sit inside a double-quoted passage on its line that a word of quotation
-    introduces? What the passage says is shown to the reader, not said to it."""
-    ls = low.rfind("\n", 0, i) + 1
-    q = max(low.rfind('"', ls, i), low.rfind("\u201c", ls, i))
-    if q < 0:
-        return False
-    if low[q] == '"' and low.count('"', ls, i) % 2 == 0:
-        return False  # (the last quote before i closes a passage)
-    if low[q] == "\u201c" and low.find("\u201d", q, i) >= 0:
-        return False
-    return _QUOTE_INTRO.search(low, max(ls, q - 40), q + 1) is not None
+    introduces (_SPEECH_QUOTING)? What the passage says is shown to the reader, not said to it."""
+    return _SPEECH_QUOTING.search(low, low.rfind("\n", 0, i) + 1, i) is not None
 
 
 # "If the assistant has a send tool and obeys, the attacker gets the data": a condition that names
