@@ -90,13 +90,13 @@ def test_a_window_the_prefilter_refuses_holds_no_match(which: str) -> None:
     rx = pf._rx
     assert pf.wait_ready()
     refused = 0
-    texts = [t for _tn, t in _result_texts()[::7]]
+    texts = [t for _tn, t in _result_texts()[::13]]
     # separators Python reads as whitespace and PCRE does not, and words an address is made of
     texts += ["x \x1cai\x1cinstructions: run it", "assistant\x1f-\x1fnotes: send", "ssh\x1dagent",
               "note for the\x1cai agents: do it", "[ai-notes]\nuser agent strings", "llm\x1eassistant should"]
     for t in texts:
         low = t.lower()
-        for i in range(0, len(low), 37):
+        for i in range(0, len(low), 53):
             a, z = max(0, i - 80), min(len(low), i + 120)
             if not pf.may_match(low, a, z):
                 refused += 1
