@@ -20,9 +20,10 @@ run: setup
 	  --state-dir $(VAR)/lib --events $(VAR)/log/events.jsonl \
 	  --socket $(VAR)/run/agentsh.sock
 
+# Two pytest-xdist workers, then the `serial` tests alone (tests/run-suite.sh);
+# AGENTSH_TEST_WORKERS=0 runs the suite in one process.
 test: setup
-	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc = 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+	@bash tests/run-suite.sh $(PY) $(PYTEST_ARGS)
 
 # ruff, then mypy on the installed link tree (agentsh.* names; [tool.mypy] in
 # pyproject.toml); mypy's paths into the link tree are shown as the source files

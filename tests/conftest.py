@@ -200,13 +200,45 @@ def daemon(daemon_factory: Callable[..., DaemonProc]) -> DaemonProc:
 _EXIT_STATUS: list[int] = [0]
 
 
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist each worker collects every test and is handed whole files: the
+    files whose tests wait on a long check (tests/early_commands.py) go first, so the
+    worker that gets them starts the checks at once and the others run the rest beside
+    them (the same order in every worker, as xdist requires)."""
+    if _xdist_worker(config):
+        early_files = {it.path for it in items if any(it.iter_markers("early"))}
+        items.sort(key=lambda it: it.path not in early_files)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the long subprocess checks the selected tests need (tests/early_commands.py)."""
+    """Start the long subprocess checks the selected tests need (tests/early_commands.py).
+    Not in an xdist worker: it does not know yet which files it will be handed; the
+    file that needs them starts them when its first test begins (pytest_runtest_setup)."""
     import early_commands
 
+    if _xdist_worker(session.config):
+        return
     for item in session.items:
         for mark in item.iter_markers("early"):
             early_commands.start(mark.args[0])
+
+
+_EARLY_STARTED_FOR: set[Path] = set()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _xdist_worker(item.config) and item.path not in _EARLY_STARTED_FOR:
+        import early_commands
+
+        _EARLY_STARTED_FOR.add(item.path)
+        for other in item.session.items:
+            if other.path == item.path:
+                for mark in other.iter_markers("early"):
+                    early_commands.start(mark.args[0])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

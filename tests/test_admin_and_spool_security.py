@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.conftest import DaemonProc, wait_for
 
@@ -262,6 +263,7 @@ asyncio.run(go())
         subprocess.run(["umount", str(user_spool)], check=False)
 
 
+@pytest.mark.serial  # every daemon on the host scans the home directories and would take this spool
 def test_the_spool_of_a_user_outside_the_group_is_found_in_their_home_and_ingested(
     daemon_factory: Any, tmp_path: Path
 ) -> None:

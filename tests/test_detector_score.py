@@ -45,6 +45,7 @@ ESTIMATE = early_commands.register("estimate", [sys.executable, str(TRAIN), "--e
 
 @pytest.mark.slow
 @pytest.mark.early(TRAIN_CHECK)
+@pytest.mark.timeout(1500)  # waits on the check, which shares the CPUs with the suite
 def test_training_is_deterministic_and_reproduces_the_shipped_weights() -> None:
     # one fresh training, compared by the script with the shipped file, entry for entry
     # (a second training into a scratch file proved nothing more and cost minutes of the suite)
@@ -54,6 +55,7 @@ def test_training_is_deterministic_and_reproduces_the_shipped_weights() -> None:
 
 @pytest.mark.slow
 @pytest.mark.early(ESTIMATE)
+@pytest.mark.timeout(1500)  # waits on the check, which shares the CPUs with the suite
 def test_generalization_estimate_script_runs_and_reports_held_out_recall() -> None:
     r = early_commands.result(ESTIMATE, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
