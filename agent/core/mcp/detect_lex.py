@@ -122,10 +122,11 @@ NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn
 CLAUSE_START_RE = re.compile(
     r"(?:^\W*\[{1,2}[a-z/][\w -]{1,20}\]{1,2}\s+|"  # (a tag before it: "[Superseded] Use `x` …", "[[agent-only]] Use …")
     r"^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise|but)\s+|"
-    r"[(\[]\s*|\s[-\u2013\u2014]\s+|\(\d{1,2}\)\s*|\s\d{1,2}[.)]\s+)"  # (a numbered step: "(1) call …")
+    r"[(\[]\s*|\s[-\u2013\u2014]\s+|\(\d{1,2}\)\s*|\s\d{1,2}[.)]\s+|"  # (a numbered step: "(1) call …")
+    r"\s?\u2192\s*)"  # (a rule's action after an arrow: "events with … → book them with `x`"; not code's -> and =>)
     r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|still\s+|"
     r"immediately\s+|quietly\s+|silently\s+|secretly\s+|automatically\s+)*"
-    r"([a-z][a-z-]+)\b"
+    r"([a-z][a-z-]+)\b(?!\()"  # (not a call in code: "fetch('/export')")
 )
 # a leading adverbial phrase without a comma: "For accurate reviews include …"
 INTRO_RE = re.compile(
@@ -208,6 +209,10 @@ OVERRIDE_RE = re.compile(
     r"specified|entered|chosen)|even\s+for|including\s+when\s+the\s+user)\b"
     r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhängig|egal\s+was|sin\s+importar|"
     r"indipendentemente|ongeacht|независимо)\b|(?:无论|無論|何があっても)"
+    # "even if the user asks for …" in other languages
+    r"|\b(?:incluso\s+si\s+el\s+usuario|aunque\s+el\s+usuario|m[eê]me\s+si\s+l'utilisateur|auch\s+wenn\s+der\s+"
+    r"(?:benutzer|nutzer)|mesmo\s+(?:que|se)\s+o\s+usu[aá]rio|anche\s+se\s+l'utente|ook\s+als\s+de\s+gebruiker)\b"
+    r"|даже\s+если\s+пользовател"
 )
 # the user is kept out ("do not mention", "silently", "no need to report")
 CONCEAL_RE = re.compile(
@@ -275,10 +280,24 @@ CONCEAL_RE = re.compile(
     r"sin\s+(?:decir(?:lo|le)?|mencionar(?:lo)?|informar(?:le)?|avisar(?:le)?)|no\s+(?:lo\s+|le\s+)?(?:menciones|digas|informes)|"
     r"senza\s+(?:dir(?:e|lo|glielo)|menzionar(?:e|lo)|informar(?:e|lo)|avvisar(?:e|lo))|non\s+(?:lo\s+)?(?:menzionare|dire|dirlo)|"
     r"zonder\s+(?:het\s+)?(?:te\s+)?(?:melden|vermelden|zeggen)|niet\s+(?:vermelden|melden|zeggen)|"
+    # "no need to tell them" and "do not tell the user" in other languages
+    r"no\s+hace\s+falta\s+(?:coment[aá]r|dec[ií]r|mencion[aá]r|avis[aá]r|inform[aá]r)\w*|"
+    r"n[aã]o\s+(?:informe|diga|mencione|conte|avise)\b|n[aã]o\s+(?:[eé]\s+)?(?:necess[aá]rio|precisa)\s+"
+    r"(?:informar|dizer|mencionar|avisar)|pas\s+besoin\s+de\s+(?:le\s+)?(?:dire|mentionner|signaler|pr[eé]venir)|"
+    r"nicht\s+n[oö]tig,?\s+(?:es\s+|das\s+)?(?:zu\s+)?(?:erw[aä]hnen|sagen|melden)|"
+    r"non\s+(?:serve|[eè]\s+necessario)\s+(?:dirlo|menzionarlo|dire|menzionare|avvisare)|"
+    r"не\s+нужно\s+(?:сообщать|говорить|упоминать)|"
     r"не\s+(?:сообщай|говори|упоминай|сообщайте|говорите|упоминайте)|молча|незаметно|"
     r"伝えない|言わない|知らせない|黙って|こっそり|告诉用户|不要告诉|不要提及|不要提到|勿告知|"
     r"悄悄|默默)"
 )
+# what a passive "must not be disclosed" protects rather than keeps from the user
+PROTECTED_SUBJECT = re.compile(r"\b(?:tokens?|keys?|secrets?|passwords?|passphrases?|credentials?|pins?|otps?|"
+                                r"codes?|personal|pii|private|sensitive|internal|data|records?|details|"
+                                r"information|addresses|endpoints?|urls?|hosts?|numbers?|logs?)\b")
+# the text's own rule as the subject ("this internal routing note must not be disclosed")
+SELF_SUBJECT = re.compile(r"\b(?:this|these)\s+(?:[\w-]+\s+){0,2}?(?:notes?|rules?|instructions?|steps?|changes?|"
+                           r"behaviou?rs?|sections?|polic(?:y|ies)|guidance|directives?|requirements?|switch)\b")
 # the user's consent is set aside ("no need to ask", "without confirmation")
 CONSENT_RE = re.compile(
     r"\b(?:(?:do\s+not|don'?t|never|no\s+need\s+to|without|need\s+not)\s+(?:\w+\s+){0,2}?"
@@ -662,6 +681,9 @@ PERMISSION_RE = re.compile(
     r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa|firewall|antivirus|selinux|"
     r"apparmor|audit\w*)|"
     r"(?:remov|disabl|delet|turn\w*\s+off|bypass|lift)\w*\s+(?:the\s+)?branch\s+protection|"
+    # review skipped: "push directly to main", "delete … .github/CODEOWNERS"
+    r"push\w*\s+(?:it\s+|them\s+|this\s+|the\s+\w+\s+)?(?:directly|straight)\s+(?:in)?to\s+(?:main|master|trunk|prod|production)|"
+    r"(?:remov|delet|empty|truncat)\w*\s+[^.;]{0,60}?(?:\.github/)?codeowners|"
     r"skip\s+(?:the\s+)?(?:risk|security|review|approval|identity|verification|safety|fraud|kyc|background)\s+checks?|"
     # a tool that turns a safeguard off, or a safeguard's setting put to nothing: "disable_branch_protection",
     # "`set_audit_level` with level='none'"
@@ -874,8 +896,15 @@ MENTION_BEFORE = re.compile(
     r"whether|detects?|"
     r"detecting|detection of|flags?|flagging|identif(?:y|ies|ying)|recogni[sz]\w*|classif\w*|"
     r"analy[sz]\w*|scans?\s+for|looks?\s+for|matches|matching|quoted|quoting|risky|dangerous|"
-    r"refus\w*|rejects?|warns?\s+about|labell?ed|reports?\s+(?:them|it))\b)"
+    r"refus\w*|rejects?|warns?\s+about|labell?ed|reports?\s+(?:them|it))\b"
+    # "Typical positives include 'Ignore all previous instructions …'": examples listed, in quotes
+    r"|\b(?:positives|negatives|examples|samples|cases|matches|hits|triggers|indicators|signals|attacks|"
+    r"attempts|payloads)\s+(?:include|includes|are)(?=\s*:?\s*[\"'`\u201c\u2018]))"
 )
+# a quotation opened right after the cue and not closed before the phrase ("include 'Ignore all
+# previous instructions and reveal …"): the phrase is inside the quoted example
+_OPEN_QUOTE_AFTER_CUE = re.compile("\\s*:?\\s*([\"'`\u201c\u2018])")
+_CLOSING_QUOTE = {"\u201c": "\u201d", "\u2018": "\u2019"}
 
 
 NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|without|unlike)\s+(?:an?\s+|the\s+)?$")
@@ -967,6 +996,9 @@ def _is_mention(sentence: str, start: int) -> bool:
     if len(before) - last.end() <= 30:
         return True
     between = before[last.end() :]
+    if (oq := _OPEN_QUOTE_AFTER_CUE.match(before, last.end())) is not None and \
+            _CLOSING_QUOTE.get(q := oq.group(1), q) not in before[oq.end() :]:  # fmt: skip
+        return True
     if "," in between and len(between) <= 200 and not any(
             m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between)):
         return True  # a list of examples after the cue ("such as 'x', fake <system> tags")
@@ -1008,6 +1040,6 @@ GATE_CHARS = ("to the user", "show the user", "your reply", "your answer", "your
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
-    ["force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit"]
+    ["force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -412,7 +412,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             add(Obj("cmd", cut, m.start(1), m.start(1) + len(cut), sh.klass, sh.why,
                     frozenset(map(stem, sh.names))))
     # paths
-    if "/" in t or "~" in t or not toks.isdisjoint(_PATH_WORDS) or "id_" in t:
+    if "/" in t or "~" in t or not toks.isdisjoint(_PATH_WORDS) or "id_" in t or "ignore" in t:
         for m in PATH_RE.finditer(t):
             p = m.group(0).rstrip(".,;:)")
             if _overlaps(taken, m.start(), m.start() + len(p)):
@@ -421,7 +421,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                                       not _DOTFILE.match(p))):
                 continue
             pcs = path_classes(p)
-            if not pcs and not (p.startswith(("~", "/", "$home")) or "/" in p):
+            if not pcs and not (p.startswith(("~", "/", "$home")) or "/" in p or _IGNORE_FILE_NAME.fullmatch(p)):
                 continue
             add(_path_obj(p, m.start(), m.start() + len(p), _from_template(t, m.start(), pcs)))
     # "this URL" in a parameter's description: the parameter's own default or example
@@ -460,6 +460,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             ):
                 if w not in tool.siblings and _upper_in_source(sent, ms, me):
                     continue  # AUTH_MISSING: an error code or a constant, not a tool
+                if w not in tool.siblings and _VALUE_TO.search(before):
+                    continue  # "with start_cursor set to next_cursor": a value, not a tool called
                 o = _tool_obj(w, ms, me, t, tool, own)
                 fs = _FROM_SERVER_AFTER.match(after)
                 if o.klass == "unknown" and fs is not None and \
@@ -701,6 +703,10 @@ def _listed_peer(tool: ParsedTool, server: str, name: str) -> bool:
 
 
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
+# .gitignore, .dockerignore, …: what keeps files out of commits, packages and images
+_IGNORE_FILE_NAME = re.compile(r"\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore")
+# "set to" / "equal to" before a name: the name is a value given to something, not a callee
+_VALUE_TO = re.compile(r"\b(?:set|equal|equals|assigned|initiali[sz]ed|defaults?|defaulted)\s+to\s+$")
 _WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")
 _DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)"
                              # (a server name with "_", which no host has: "helix_scheduler.book")
@@ -728,7 +734,8 @@ def _upper_in_source(sent: Sentence, s: int, e: int) -> bool:
 _NOUN_AFTER_CMD = re.compile(r"[\w.-]+\s+(?:urls?|uris?|keys?|connections?|hosts?|sessions?|tunnels?|requests?|"
                              r"remotes?|clients?|servers?|agents?|repositories|repos|credentials|configs?|"
                              r"configuration|output|support|versions?|access|authentication|users?|images?|"
-                             r"containers?|packages?|commands?)\b(?!\s*[-=/.@:])")
+                             r"containers?|packages?|commands?|names?|ids?|items?|entries|fields?|profiles?|"
+                             r"accounts?|projects?|regions?)\b(?!\s*[-=/.@:])")
 # what a command line has and prose does not: a flag, an absolute or home path argument, a pipe
 _ARGS_OF_A_COMMAND = re.compile(r"^\S+\s+(?:\S+\s+)?(?:-{1,2}[a-z0-9]|[/~]\w|\d{3}\s)|\s(?:\||&&|>{1,2})\s")
 _SUFFIX_HOST_RE = re.compile(r"\b(?:under|below|beneath|in|as\s+a\s+subdomain\s+of)\s+(\.(?:[a-z0-9-]+\.)+(?:" + _TLDS +

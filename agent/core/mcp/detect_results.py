@@ -358,7 +358,11 @@ _SET_FIELD = re.compile(r"\bset\s+(?:[^.;]{0,40}?\band\s+)?(?:the\s+)?(?:`?[a-z]
                         r"(?:the\s+)?[a-z_]{3,30}\s+(?:field\s+)?to\s+(?:public|everyone|anyone|admin|owner|true|false|"
                         r"off|none|disabled)\b)"
                         # "always pass skip_tests=true and approver='auto'"
-                        r"|\b(?:pass|use|add|include|send)\s+(?:[^.;]{0,40}?\band\s+)?`?[a-z]+_[a-z_]+`?\s*=\s*['\"`]?[^\s'\"`]")
+                        r"|\b(?:pass|use|add|include|send)\s+(?:[^.;]{0,40}?\band\s+)?`?[a-z]+_[a-z_]+`?\s*=\s*['\"`]?[^\s'\"`]"
+                        # "the recipient field is set to default_transfer_account regardless of what they type"
+                        r"|\b[a-z_]{3,30}\s+(?:field|parameter|argument)\s+(?:is|gets|should\s+be|must\s+be|will\s+be)\s+"
+                        r"(?:set|fixed|changed|switched)\s+to\s+['\"`]?[^\s'\"`]"
+                        r"(?=[^.;]{0,80}\b(?:regardless|whatever|no\s+matter|even\s+if|irrespective)\b)")
 # the user's data or a secret put into a field of a tool the model calls: "put the dial-in PIN and the
 # user's phone number in the location field"
 _INTO_FIELD = re.compile(r"\b(?:put|place|include|add|insert|write|paste|copy|pass|supply|provide|send)\s+[^.;]{0,120}?\b(?:in|into|inside)\s+"
@@ -398,6 +402,7 @@ _MAX_WINDOWS = 256  # anchor windows tried per result for the result-only addres
 _MAX_SENTENCES = 400  # sentences judged per result, whatever the text tries
 _SPAN_AFTER = 800  # an address governs the rest of its paragraph, at most this far
 _EXCERPT = 300
+_RULES_SPAN = 4000  # a rules file named as the text's title governs the text, at most this far
 
 
 @dataclass(slots=True)
@@ -735,6 +740,10 @@ class ResultScanner:
                 # a rules file's contents are the project's orders to its agent ("run `pnpm install`"):
                 # like a loose address, only the gravest orders in it count
                 who = "~" + who.lstrip("#>*- \t")
+                if "\n" not in low[: m.start()]:
+                    # the file named as the text's title (".cursorrules\n# Project conventions …"): all of
+                    # it is written for the agent, not only its first paragraph
+                    z = max(z, min(len(low), m.end() + _RULES_SPAN))
                 spans.append((sa, z, who))
                 seen_end = m.end()  # (an address inside it is judged as one)
                 continue
@@ -961,7 +970,7 @@ _READERS_LIST = re.compile(r"[ \t>*#-]*(?:[a-z][\w-]*[ \t]+){1,3}(?:and|or|&)[ \
 # coding assistants:" (what follows describes the feature, it does not speak to the model)
 _FEATURE_FOR = re.compile(r"\b(?:support|integrations?|compatibility|plugins?|extensions?|adapters?|connectors?|"
                           r"bindings|templates|pricing|benchmarks?|sdks?|apis?|libraries|frameworks?)\s+for\s")
-_RULES_FILE = re.compile(r"(?:\.cursorrules|\.windsurfrules|\.clinerules|agents\.md|claude\.md|gemini\.md|"
+_RULES_FILE = re.compile(r"(?:\.?cursorrules|\.?windsurfrules|\.?clinerules|agents\.md|claude\.md|gemini\.md|"
                          r"copilot-instructions\.md)\b")
 _CLOSES_NAME = re.compile(r"[a-z]*s?\)")
 
@@ -1077,7 +1086,7 @@ _TO_RECIPIENT = re.compile(
     r"|\b(?:post|send|share|paste|dm|forward|attach)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+(?:here\b|"
     r"in\s+(?:this|the)\s+(?:thread|channel|issue|ticket|chat|room|comment))"
     # "paste their contents into a comment on this document": where the document's readers see them
-    r"|\b(?:paste|post|put|add|append|copy|include|write|insert|attach)\w*\s+(?:[^.;]|\.(?=\S)){0,120}?\b(?:in|into|as)\s+(?:a|an|the)\s+(?:new\s+|public\s+)?"
+    r"|\b(?:paste|post|put|add|append|copy|include|write|insert|attach)\w*\s+(?:[^.;]|\.(?=\S)){0,200}?\b(?:in|into|as)\s+(?:a|an|the)\s+(?:new\s+|public\s+)?"
     r"(?:comment|reply|note)\s+(?:(?:on|in|to|under)\s+(?:this|the|that|[a-z][a-z0-9]*-\d+)\b|here\b)"
     # "post them as a comment on GitHub issue acme/site#1": where anyone reading the issue sees them
     r"|\b(?:post|add|append|leave|share|paste|publish)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+as\s+(?:an?\s+)?"

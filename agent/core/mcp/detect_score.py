@@ -39,7 +39,11 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsh.agent.core.mcp.detect_lex import PROTECTIVE_RE, consent_bypass
+from agentsh.agent.core.mcp.detect_lex import (
+    PROTECTIVE_RE,
+    SELF_SUBJECT,
+    consent_bypass,
+)
 from agentsh.agent.core.mcp.detect_parse import Field, ParsedTool, split_sentences, stem
 from agentsh.agent.core.mcp.detect_text import KeyMemo, TextMemo
 
@@ -556,7 +560,7 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
     protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u) or \
-        _own_login_file_only(tool, u) or _param_usage(u)
+        _own_login_file_only(tool, u) or _param_usage(u) or _own_output_shown(u) or _secrets_kept(u)
     if sev == "high" and protective:
         sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
@@ -606,6 +610,46 @@ def _protective(u: Unit) -> bool:
         return False
     t = u.field.lower[u.start : u.end]
     return PROTECTIVE_RE.search(t) is not None and not consent_bypass(t)
+
+
+# "API tokens and signing keys must not be disclosed to anyone": a prohibition that protects secrets
+_MUST_NOT_BE = re.compile(r"\b(?:must|should|shall|may|will|can|are\s+to|is\s+to)\s*(?:not|never|n't)\s+be\s+"
+                          r"(?:disclosed|shared|logged|printed|shown|revealed|exposed|sent|leaked|displayed|echoed|"
+                          r"copied|stored|written|committed)\b")
+_TO_THE_USER = re.compile(r"[^.;]{0,40}?\b(?:to|with|from)\s+(?:the\s+)?(?:\w+\s+)?(?:user|customer|requester|reviewer|"
+                          r"holder|owner|client|patient|member|caller|employee)s?\b")
+_SECRET_SUBJECT = re.compile(r"\b(?:tokens?|keys?|secrets?|passwords?|passphrases?|credentials?|pins?|otps?|cvvs?)\b")
+
+
+def _secrets_kept(u: Unit) -> bool:
+    """Is the sentence a prohibition that protects secrets ("API tokens and
+    signing keys must not be disclosed to anyone"), naming nothing outside the tool? Not when
+    what must not be disclosed is the text's own rule ("this note must not be disclosed") or
+    when it is kept from the user ("… must not be shown to the user")."""
+    if set(u.feats) & _OUTSIDE:
+        return False
+    t = u.field.lower[u.start : u.end]
+    m = _MUST_NOT_BE.search(t)
+    if m is None or _TO_THE_USER.match(t, m.end()) is not None:
+        return False
+    a = max(0, m.start() - 60)
+    return _SECRET_SUBJECT.search(t, a, m.start()) is not None and SELF_SUBJECT.search(t, a, m.start()) is None
+
+
+# "paste the returned Markdown into your answer unchanged": the tool's own output shown as it is
+_OWN_OUTPUT_SHOWN = re.compile(r"\b(?:paste|include|insert|show|display|render|embed|copy|put)\s+(?:the\s+|its\s+)?"
+                               r"(?:returned|resulting|generated|rendered|tool'?s)\s+(?:[\w-]+\s+){0,2}?(?:in|into)\s+"
+                               r"(?:your|the)\s+(?:answer|reply|response|message)\b")
+
+
+def _own_output_shown(u: Unit) -> bool:
+    """Is the order only to show the tool's own output to the user as it came ("paste the
+    returned Markdown into your answer unchanged so the chart shows up"), naming nothing outside
+    the tool and none of the user's data? Formatting advice for the tool's result, not a payload."""
+    if set(u.feats) & _OUTSIDE:
+        return False
+    t = u.field.lower[u.start : u.end]
+    return _OWN_OUTPUT_SHOWN.search(t) is not None and _DATA_HINT.search(t) is None
 
 
 _QUOTED = re.compile(r"[\"“«]([^\"”»]{4,160})[\"”»]")

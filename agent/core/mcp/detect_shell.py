@@ -64,6 +64,10 @@ KNOWN = (DOWNLOADERS | INTERPRETERS | PRIVESC | INSTALLERS | NETCMDS | RECON | S
 # wrappers whose first argument is the real command
 _PREFIXES = frozenset(("sudo", "doas", "env", "nohup", "time", "timeout", "exec", "command",
                        "builtin", "xargs", "nice", "stdbuf", "systemd-run"))  # fmt: skip
+_CLOUD_GRANT = re.compile(r"\biam\s+(?:attach|put)-(?:user|group|role)-policy\b|\biam\s+add-user-to-group\b|"
+                          r"\biam\s+update-assume-role-policy\b|add-iam-policy-binding\b|"
+                          r"\brole\s+assignment\s+create\b|administratoraccess|roles/(?:owner|editor)\b",
+                          re.IGNORECASE)
 _SECRET_VAR = re.compile(r"token|key|secret|pass|pwd|auth|cred|aws|session|cookie|dsn|database_url",
                          re.I)  # fmt: skip
 
@@ -158,7 +162,18 @@ def looks_like_command(text: str) -> bool:
         return True  # "cd $dest && npm install && …": a chain that starts by changing directory
     if re.match(r"[a-z0-9_]+=\S", t) and len(t.split()) > 1:
         return _base(t.split()[1]) in KNOWN  # VAR=x cmd
+    if _UNLISTED_HEAD.match(t):
+        # "convert in.png -resize 50% out.png; nohup python3 -c '…'": a tool we do not list, with
+        # flags, chained to one we do
+        for seg in _CHAIN_SPLIT.split(t)[1:]:
+            w = seg.split(None, 1)
+            if w and (_base(w[0]) in KNOWN or _base(w[0]) in PRIVESC):
+                return True
     return False
+
+
+_UNLISTED_HEAD = re.compile(r"[a-z][\w.+-]*(?:\s+[^\s;|&]+){0,4}?\s+-{1,2}[a-z][\w-]*[^;|&\n]*(?:;|&&|\|)")
+_CHAIN_SPLIT = re.compile(r"\s*(?:;|&&|\|\|?)\s*")
 
 
 # the operator a suffix opens with, to be chained onto another command ("append `; history -c`")
@@ -282,6 +297,12 @@ def classify(text: str) -> Shell | None:
             hit("secret", "aws prints credentials")
         if name in ("gcloud", "az") and re.search(r"print-access-token|get-access-token", joined):
             hit("secret", f"{name} prints an access token")
+        if name in ("aws", "gcloud", "az") and _CLOUD_GRANT.search(joined):
+            # "aws iam attach-user-policy … AdministratorAccess", "gcloud projects add-iam-policy-binding
+            # … roles/owner", "az role assignment create --role Owner": rights granted in the cloud
+            hit("privesc", f"{name} grants cloud rights")
+        if name == "aws" and re.search(r"\biam\s+(?:create-access-key|create-login-profile|update-login-profile)\b", joined):
+            hit("secret", "aws mints a new credential")
         if name == "kubectl" and re.search(r"get\s+secrets?|config\s+view.*--raw|create\s+token", joined):
             hit("secret", "kubectl reads cluster secrets")
         if name == "kubectl" and re.search(r"(?:cluster)?rolebinding\b.*\b(?:cluster-admin|admin)\b|"

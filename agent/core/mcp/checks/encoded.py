@@ -118,7 +118,8 @@ def may_hold_payload(text: str, low: str | None = None) -> bool:
         low = text.lower()
     if "rot13" in low or "rot-13" in low:
         return True
-    if ("revers" in low or "backward" in low) and _REVERSED_HINT.search(low) is not None:
+    if ("revers" in low or "backward" in low or "to left" in low or "to-left" in low or "mirrored" in low) and \
+            _REVERSED_HINT.search(low) is not None:
         return True
     return (" gur " in low or " naq " in low or " lbh " in low) and \
         len(_ROT13_WORDS.intersection(low.split())) >= 2
@@ -244,7 +245,7 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
             if r:
                 yield "escaped", m.start(), m.end(), r
     low = text.lower()
-    if "revers" in low or "backward" in low:
+    if "revers" in low or "backward" in low or "to left" in low or "to-left" in low or "mirrored" in low:
         # text written backwards after a hint to read it so ("Instruction reversed for compactness:
         # .tnemugra lebal eht sa ti ssap …"): the run after the hint, read right to left
         for m in _REVERSED_HINT.finditer(low):
