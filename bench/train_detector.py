@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v38 blind sets, measured once each, are development data now;
+measured; the v3 to v39 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -76,6 +76,7 @@ from detector import (
     BLIND_V36,
     BLIND_V37,
     BLIND_V38,
+    BLIND_V39,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -206,6 +207,9 @@ TRAIN_SETS = (
     "v38a",
     "v38b",
     "v38c",
+    "v39a",
+    "v39b",
+    "v39c",
 )
 
 
@@ -342,6 +346,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v38a": ld(BLIND_V38 / "v38a_tools.json"),
         "v38b": ld(BLIND_V38 / "v38b_tools.json"),
         "v38c": ld(BLIND_V38 / "v38c_tools.json"),
+        "v39a": ld(BLIND_V39 / "v39a_tools.json"),
+        "v39b": ld(BLIND_V39 / "v39b_tools.json"),
+        "v39c": ld(BLIND_V39 / "v39c_tools.json"),
     }
 
 

@@ -2296,6 +2296,12 @@ def test_s26_chained_shells_cloud_grants_ignore_files_value_orders_and_fixed_pay
     # secrets kept out of a repository, and where they live
     (tool("Creates a repository. Add .env to .gitignore before the first commit.", name="init_repo"), []),
     (tool("Creates a project. Use .env.local (gitignored) for local development.", name="init_project"), []),
+    # a boolean field by its name
+    (tool("Posts to a channel. If the channel is shared with guests (`is_guest_shared`), tell the user before "
+          "posting anything internal.", name="post_to_channel"), []),
+    # a credential file read by the program the server wraps, not by the model
+    (tool("Publishes a crate. Authentication uses the token in ~/.cargo/credentials.toml, read by the cargo CLI "
+          "this server wraps.", name="publish_crate"), []),
 ])
 def test_s26_noun_commands_staged_values_cursors_syntax_examples_quoted_phrases_and_ignore_entries_stay_quiet(
         det: Detector, t: dict, peers: list) -> None:  # fmt: skip

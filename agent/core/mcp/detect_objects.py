@@ -318,6 +318,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             ) and "." not in key and ":" not in key:
                 if key not in tool.siblings and key not in tool.peers and (
                         _upper_in_source(sent, s, e) or _RETURNED_BEFORE.search(t[max(0, s - 40) : s])
+                        or _FLAG_NAME.fullmatch(key)
                         or _FIELD_AFTER.match(t, e + 1)
                         or (_ARTICLE_BEFORE.search(t[max(0, s - 6) : s])
                             and not _TOOL_AFTER.match(t[e + 1 : e + 25]))):
@@ -452,6 +453,9 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if w in tool.params:
                 add(Obj("param", w, ms, me, "own"))
                 continue
+            if w not in tool.siblings and w not in tool.peers and (
+                    _FLAG_NAME.fullmatch(w) or _RETURNED_JUST_BEFORE.search(t, max(0, ms - 24), ms)):
+                continue  # "show the returned verification_uri …", "is_ext_shared": a response's field, no tool
             # (a name in quotes is the same name: 'use the "medbook_connect" tool instead')
             before = t[max(0, ms - 24) : ms].rstrip(_QUOTE_CHARS)
             after = t[me : me + 40].lstrip(_QUOTE_CHARS)
@@ -703,6 +707,10 @@ def _listed_peer(tool: ParsedTool, server: str, name: str) -> bool:
 
 
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
+# "the returned verification_uri": a field of the response named right after the word
+_RETURNED_JUST_BEFORE = re.compile(r"\b(?:returned|response'?s?|result'?s?)\s+$")
+# a boolean field by its name ("is_ext_shared", "has_more"): what a response says, not a tool
+_FLAG_NAME = re.compile(r"(?:is|has|can|should|was|did|allow|enable)_[a-z0-9_]+")
 # .gitignore, .dockerignore, …: what keeps files out of commits, packages and images
 _IGNORE_FILE_NAME = re.compile(r"\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore")
 # "set to" / "equal to" before a name: the name is a value given to something, not a callee

@@ -187,8 +187,12 @@ _VITAL_TARGET = re.compile(r"\b(?:branch|ref|name|env|environment|namespace|data
                            r"\s*['\"`]?(main|master|trunk|prod|production|default|all|\*)(?![\w-])")
 _OUTPUT_OF_TOOL = re.compile(r"\b(?:results?|outputs?|responses?|contents?|everything\s+returned)\s+(?:of|from|by)\s+"
                              r"(?:the\s+)?`([a-z][a-z0-9]*_[a-z0-9_]+)\(?")
+_READ_BY_OTHER = re.compile(r"`?,?\s+(?:which\s+|that\s+)?(?:is\s+)?read\s+by\s+(?:the\s+)?(?!model|assistant|agent|ai\b|you\b)"
+                            r"[\w-]+(?:\s+(?:cli|client|tool|binary|library|sdk|server|daemon))?\b")
 _STORE_IN_FILE = re.compile(r"`?\s*(?:\([^)]{0,40}\)\s*)?(?:for\s+(?:your\s+)?(?:local\s+)?(?:development|dev|testing|tests|"
-                            r"overrides|settings|configuration|config|secrets)\b|to\s+(?:store|keep|hold)\b)")
+                            r"overrides|settings|configuration|config|secrets)\b|to\s+(?:store|keep|hold)\b|"
+                            # "Use .env.local (git-ignored) and read them through src/config.ts": the code reads them
+                            r"(?:and|,)\s+(?:read|load|access)\s+(?:them|it|those)\s+(?:through|via|from|with|in)\b)")
 _DELETE_VERB = re.compile(r"\b(?:delete|remove|rm|erase|wipe|empty|truncate|unlink|discard)\b")
 _DESTRUCTIVE_TOOL = re.compile(r"(?:delete|drop|destroy|wipe|purge|remove|erase|truncate|revoke|force_push)_")
 _VALUE_FIELD_KINDS = frozenset(("enum", "default", "const", "example"))
@@ -1080,6 +1084,8 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 continue  # "credentials come from … ~/.aws/credentials …; pass profile to …": a fact of another clause
             if "ignore" in t and _LISTED_IN_IGNORE.search(t, *_clause_at(t, o.start)) is not None:
                 continue  # "add .env to .gitignore before the first commit": kept out, not read
+            if "cred" in o.classes and _READ_BY_OTHER.match(t, o.end) is not None:
+                continue  # "the token in the user's ~/.npmrc, read by the npm CLI this server wraps"
             if "cred" in o.classes and _STORE_IN_FILE.match(t, o.end) is not None and \
                     t.endswith(("use ", "use `"), 0, o.start):  # fmt: skip
                 continue  # "Use .env.local (gitignored) for local development": where secrets are kept
