@@ -35,7 +35,7 @@ from agentsh.agent.core.mcp.detect_lex import (
     is_mention,
 )
 from agentsh.agent.core.mcp.detect_parse import ParsedTool, Sentence, name_words, stem
-from agentsh.agent.core.mcp.detect_paths import PATH_RE, path_classes
+from agentsh.agent.core.mcp.detect_paths import IGNORE_FILE_NAME, PATH_RE, path_classes
 from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
 from agentsh.agent.core.mcp.detect_text import TextMemo
 
@@ -711,8 +711,7 @@ _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 _RETURNED_JUST_BEFORE = re.compile(r"\b(?:returned|response'?s?|result'?s?)\s+$")
 # a boolean field by its name ("is_ext_shared", "has_more"): what a response says, not a tool
 _FLAG_NAME = re.compile(r"(?:is|has|can|should|was|did|allow|enable)_[a-z0-9_]+")
-# .gitignore, .dockerignore, …: what keeps files out of commits, packages and images
-_IGNORE_FILE_NAME = re.compile(r"\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore")
+_IGNORE_FILE_NAME = re.compile(IGNORE_FILE_NAME)
 # "set to" / "equal to" before a name: the name is a value given to something, not a callee
 _VALUE_TO = re.compile(r"\b(?:set|equal|equals|assigned|initiali[sz]ed|defaults?|defaulted)\s+to\s+$")
 _WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")

@@ -33,6 +33,9 @@ PATH_RE = re.compile(
     r"application_default_credentials\.json|hosts\.yml)\b"
 )
 
+# files that keep others out of commits, packages and images (.gitignore, .dockerignore, …)
+IGNORE_FILE_NAME = r"\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore"
+
 _CRED = re.compile(
     r"(?:^|[/\\~])\.ssh(?:[/\\](?!authorized_keys|config\b|known_hosts|rc\b|[\w.-]*\.pub\b)[\w.-]*|$)"
     r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|\.aws[/\\](?:credentials|config)|\.netrc\b|"

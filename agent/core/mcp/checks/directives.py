@@ -49,6 +49,7 @@ from agentsh.agent.core.mcp.detect_parse import (
     stem,
     stems,
 )
+from agentsh.agent.core.mcp.detect_paths import IGNORE_FILE_NAME
 from agentsh.agent.core.mcp.detect_shell import KNOWN
 from agentsh.agent.core.mcp.detect_text import CONFUSABLE_LETTERS, KeyMemo, TextMemo
 
@@ -179,9 +180,9 @@ _FOLLOW_REMOTE = re.compile(r"\b(?:follow(?:ed|s|ing)?|obey(?:ed|s)?|appl(?:y|ie
 _AT_USERS_REQUEST = re.compile(r"\b(?:only\s+)?(?:if|when|whenever)\s+(?:the\s+)?user\s+(?:explicitly\s+)?(?:asks|requests|"
                                r"wants|chooses)\s+(?:for\s+)?(?:that|it|this|one|them|so)\b")
 _SAFEGUARD_OFF = re.compile(r"disabl|remov|delet|bypass|turn|skip|mute|suspend|lift|directly|straight")
-_IGNORE_FILE = re.compile(r"(?:^|[/\\])\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore$")
+_IGNORE_FILE = re.compile(r"(?:^|[/\\])" + IGNORE_FILE_NAME + "$")
 _LISTED_IN_IGNORE = re.compile(r"\b(?:add|append|list|put|include|keep|write)\b[^;\n]{0,60}?\b(?:to|in|into)\s+"
-                               r"(?:the\s+|your\s+|a\s+)?`?\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf)?ignore\b")
+                               r"(?:the\s+|your\s+|a\s+)?`?" + IGNORE_FILE_NAME + r"\b")
 # the main branch, production, everything: what a destroying call must never be aimed at by a note
 _VITAL_TARGET = re.compile(r"\b(?:branch|ref|name|env|environment|namespace|database|db|stage|target)\s*(?:=|:|\s+to\s)"
                            r"\s*['\"`]?(main|master|trunk|prod|production|default|all|\*)(?![\w-])")
