@@ -305,7 +305,8 @@ def test_decoder_undoes_every_coding_in_order_for_any_split(chain: list[str], st
     assert out == plain
 
 
-@pytest.mark.parametrize("bad", [b"not gzip at all", gzip.compress(b"x" * 100)[:-12], gzip.compress(b"x") + b"trailing junk"])
+@pytest.mark.parametrize("bad", [b"not gzip at all", gzip.compress(b"x" * 100, mtime=0)[:-12], gzip.compress(b"x", mtime=0) + b"trailing junk"],
+                         ids=["not-gzip", "truncated", "trailing-junk"])  # (ids the same in every xdist worker)
 def test_corrupt_or_trailing_data_is_a_decode_error(bad: bytes) -> None:
     with pytest.raises(DecodeError):
         decode_all(bad, ["gzip"], 1 << 20)
