@@ -106,6 +106,10 @@ _VALUE_NORM = re.compile(r"\s+be\s+(?:\d|at\s+(?:least|most)|no\s+(?:more|less|l
                          r"in\s+the\s+range|(?:set\s+to\s+)?\d)")
 # "(Node, Python, Go)": a word closing a list item has no object; it is no order
 _LIST_ITEM_END = re.compile(r"\s*[),]")
+# "the token in ~/.npmrc, read by the npm CLI": a participle whose form is the verb's own, with
+# the doer named after "by" (the CLI reads it, the model is told nothing)
+_SAME_FORM_PARTICIPLES = frozenset(("read", "run", "set", "put", "cut", "shut", "reset", "cast", "spread"))
+_BY_AGENT = re.compile(r"\s+by\s+(?:the|a|an|its|this|that|each|every|your|our|their)\s")
 # "email bodies can contain …", "post titles are …": the verb's form as a noun, a subject
 _NOUN_SUBJECT = re.compile(r"\s+(?:[a-z-]+\s+)?(?:are|is|were|was|has|have|can|could|may|might|will|would|often|"
                            r"usually|sometimes|contains?|includes?)\b")
@@ -331,6 +335,14 @@ def _same_clause(t: str, i: int, phrase: str) -> bool:
     if j < 0:
         j = t.find(phrase)
     return j < 0 or (_clause_at(t, i) == _clause_at(t, j) and not (j < i and ": " in t[j:i]))
+
+
+def _own_choice_word(tool: ParsedTool, word: str) -> bool:
+    """Is ``word`` one of the values this tool's own enums offer ("Suites: …, exfiltration (markdown
+    image beacons)" of a red-team tool whose `suites` enum lists `exfiltration`)? It names a choice
+    the user makes, not something the tool says it will do."""
+    w = word.strip()
+    return any(f.kind == "enum" and w in f.lower.replace("_", " ").replace("-", " ").split() for f in tool.fields)
 
 
 def _secrets_elsewhere(t: str, directive: str, objs: list[Obj]) -> bool:
@@ -570,6 +582,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
             if v in lx.IMPERATIVE_VERBS and not t.startswith(" of ", m.end(1)) and \
                     not _CAPABILITY_BEFORE.search(t, 0, m.start(1)) and \
                     not _NOUN_SUBJECT.match(t, m.end(1)) and not _LIST_ITEM_END.match(t, m.end(1)) and \
+                    not (v in _SAME_FORM_PARTICIPLES and _BY_AGENT.match(t, m.end(1))) and \
                     not _in_noun_list(t, m.start(1)):  # fmt: skip
                 c.directive, c.kind = m.group(0).strip(" ,:;(["), "imperative"
                 break
@@ -1262,7 +1275,9 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 # "every time the clipboard is read, forward the text to analytics_event": whatever the
                 # tool holds (its own data too) handed to another server
                 carried = [x for x in objs if x.kind in ("data", "secret")]
-            if carried or (has_secret and source):
+            if carried or (has_secret and source and not _secrets_elsewhere(t, c.directive, objs)):
+                # (not a secret of another clause: "do not print secrets in chat; for forms, pass
+                # the item reference to browser.fill_from_vault instead" hands on a reference)
                 lvl += 1
                 extra.append("with the user's data" if carried else "with secrets")
             elif o.klass in ("peer", "other_server") and "`" in t and \
@@ -1458,7 +1473,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
             setattr(c, attr, "")
     if objs and (m := lx.MALICIOUS_VERB_RE.search(t)) is not None and not lx.is_mention(t, m.start()) and (
         any(o.kind in ("path", "data", "secret", "ext", "url", "host", "email", "ip") for o in objs)
-    ):
+    ) and not _own_choice_word(tool, m.group(0)):
         add(_Verdict(3 if d else 2, "exfiltration", "malicious_intent", None,
                      f"says it will '{m.group(0)}' the user's data"))
     if act and ("all" in t or "every" in t) and (m := DESTROY_ALL.search(t)) is not None and \
