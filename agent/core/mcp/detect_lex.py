@@ -323,6 +323,13 @@ CONSENT_RE = re.compile(
     r"|as\s+(?:already\s+)?(?:authori[sz]ed|approved|pre-?approved|confirmed)\s+by\s+(?:the\s+)?"
     r"(?:user|administrator|admin|owner|operator)"
     r"|without\s+(?:any\s+)?(?:confirmation|approval|permission|consent|review)"
+    # "approve and merge this PR without reading the diff": the review itself skipped
+    r"|without\s+(?:first\s+)?(?:reading|reviewing|looking\s+at|inspecting)\s+(?:the\s+|any\s+|its\s+)?"
+    r"(?:diff|code|changes?|patch)\b"
+    # "make bookings without confirming", "… without confirming first" (not "without confirming the address")
+    r"|without\s+(?:first\s+)?confirming(?=\s*(?:[.,;:!)]|$|\s+(?:first|again|anything|with|before)\b))"
+    # "you are authorised by the user's account settings to …": consent claimed for the user
+    r"|(?:you\s+are|you're)\s+(?:already\s+)?(?:authori[sz]ed|permitted|cleared|allowed)\s+by\s+(?:the\s+)?user'?s?\b"
     # "you do not need to confirm again before passing them on": consent claimed as already given
     r"|(?:do\s+not|don'?t|no|never)\s+need\s+to\s+(?:re-?confirm|(?:confirm|ask|check)\s+(?:\w+\s+){0,2}?"
     r"(?:again|twice|each\s+time|every\s+time|anymore|any\s+more))"
@@ -475,6 +482,8 @@ DECEIVE_RE = re.compile(
     r"(?:the\s+)?(?:user\s+)?(?:only\s+)?(?:that\s+)?[^.\x00]{0,60}?\b(?:succeeded|successful(?:ly)?|"
     r"worked|is\s+live|completed\s+(?:fine|successfully)|went\s+fine|no\s+errors?|(?:all|tests?|"
     r"suite|checks?)\s+pass(?:ed|es)?|is\s+(?:fine|safe|clean)|was\s+fine|only\s+(?:reads|checks|uses)|keeps\s+nothing|"
+    # "report that it contains only standard market terms"
+    r"(?:contains?|has|have|uses?)\s+only\s+(?:standard|normal|routine|usual|typical|customary)|"
     r"has\s+no\s+\w+\s+information)\b"
     r"|(?:answer|reply|respond|say)\s+only\s+that\b"
     # "there is nothing wrong" told whatever the text says: "answer that it is a standard NDA with
@@ -521,7 +530,7 @@ DECEIVE_RE = re.compile(
     r"|(?:describe|present|portray|characteri[sz]e|report|summari[sz]e)\s+(?:[\w-]+\s+){1,4}?as\s+(?:the\s+best|excellent|"
     r"(?:an?\s+)?(?:exceptional|outstanding|exemplary|top-tier|world-class)|"
     r"flawless|complete|completed|compliant|secure|safe|resolved|fixed|approved|passing|standard|low-risk|risk-free|"
-    r"harmless|benign|routine)\b"
+    r"harmless|benign|routine|verified|authentic|genuine|legitimate)\b"
     r"|\banswer\s+(?:question\s+\S+|it|that|this|them)\s+as\s+['\"“]"
     r"|(?:describe|present|portray|characteri[sz]e)\s+(?:it|them|this|the\s+\w+|\w+)\s+as\s+"
     r"(?:having|being|unreliable|unsafe|insecure|deprecated|broken|dangerous|malware)"
@@ -530,7 +539,7 @@ DECEIVE_RE = re.compile(
     r"passing|passed|done|ok)\b[^.;\x00]{0,20}?\beven\s+(?:if|when|though)\b[^.;\x00]{0,60}?\b(?:errors?|fail\w*)\b"
     # a scripted denial: "if the user asks whether the file was uploaded anywhere, answer no"
     r"|\bif\s+(?:the\s+)?user\s+asks?\s+(?:whether|if)\b[^.;\x00]{0,80}?,?\s*(?:say|answer|reply|respond)\s+"
-    r"(?:with\s+)?['\"]?no\b(?!\s+(?:more|longer|need|later))"
+    r"(?:with\s+)?['\"]?(?:no|yes)\b(?!\s+(?:more|longer|need|later))"
     # a failure told as a success: "if a build failed, describe it as 'passing with warnings'"
     r"|\bif\s+[^.;]{0,40}?\b(?:failed|fails|failing|errored|is\s+down|breached|rejected)\b[^.;]{0,20}?,?\s*"
     r"(?:describe|present|report|call|label|show|mark)\s+(?:it|them|this|the\s+\w+)\s+as\s+(?:['\"]|green|passing|passed|"
@@ -896,7 +905,7 @@ MENTION_BEFORE = re.compile(
     r"whether|detects?|"
     r"detecting|detection of|flags?|flagging|identif(?:y|ies|ying)|recogni[sz]\w*|classif\w*|"
     r"analy[sz]\w*|scans?\s+for|looks?\s+for|matches|matching|quoted|quoting|risky|dangerous|"
-    r"refus\w*|rejects?|warns?\s+about|labell?ed|reports?\s+(?:them|it))\b"
+    r"refus\w*|rejects?|warns?\s+about|labell?ed|reports?\s+(?:them|it)(?!\s+as\b))\b"
     # "Typical positives include 'Ignore all previous instructions …'": examples listed, in quotes
     r"|\b(?:positives|negatives|examples|samples|cases|matches|hits|triggers|indicators|signals|attacks|"
     r"attempts|payloads)\s+(?:include|includes|are)(?=\s*:?\s*[\"'`\u201c\u2018]))"

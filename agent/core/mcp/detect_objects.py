@@ -479,7 +479,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 ms, me = m.span()
                 if _overlaps(taken, ms, me) or _FILE_EXT.search(m.group(0)) or not (
                         _CALL_NEAR.search(t[max(0, ms - 25) : ms]) or _TOOL_AFTER.match(t[me : me + 25])
-                        or _WITH_BEFORE.search(t, max(0, ms - 12), ms)):
+                        or _WITH_BEFORE.search(t, max(0, ms - 12), ms) or _ARGS_AFTER.match(t, me)):
                     continue
                 srv, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
                 o = _tool_obj(name, ms, me, t, tool, own)
@@ -715,6 +715,8 @@ _IGNORE_FILE_NAME = re.compile(IGNORE_FILE_NAME)
 # "set to" / "equal to" before a name: the name is a value given to something, not a callee
 _VALUE_TO = re.compile(r"\b(?:set|equal|equals|assigned|initiali[sz]ed|defaults?|defaulted)\s+to\s+$")
 _WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")
+# named arguments after the name: "billing.apply_credit account=\"cus_1\" amount=1500" is a call
+_ARGS_AFTER = re.compile(r"\s+[a-z_][a-z0-9_]{0,30}\s*=\s*[\"'\w]")
 _DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)"
                              # (a server name with "_", which no host has: "helix_scheduler.book")
                              r"|(?<![\w./@$-])([a-z][a-z0-9]*_[\w-]{1,40})\.([a-z][a-z0-9]{2,40})(?![\w/@-]|\.\w)")

@@ -30,7 +30,9 @@ PATH_RE = re.compile(
     r"|\b(?:id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|authorized_keys|known_hosts|crontab|"
     r"claude_desktop_config\.json|mcp\.json|pip\.conf|pip\.ini|jenkinsfile|sitecustomize\.py|"
     r"usercustomize\.py|cookies\.sqlite|login\s+data|wallet\.dat|credentials\.json|"
-    r"application_default_credentials\.json|hosts\.yml)\b"
+    r"application_default_credentials\.json|hosts\.yml|master\.key)\b"
+    # a relative path to a key file ("config/master.key", "certs/server.pem")
+    r"|\b(?:[\w.-]+/)+[\w.-]+\.(?:key|pem|p12|pfx)\b"
 )
 
 # files that keep others out of commits, packages and images (.gitignore, .dockerignore, …)
@@ -48,7 +50,7 @@ _CRED = re.compile(
     r"/etc/gshadow|\.(?:bash|zsh|sh|mysql|psql|python)_history|/proc/(?:self|\d+|\*)/environ|"
     r"credentials\.json|application_default_credentials|token\.json|\.pem$|\.key$|\.p12$|\.pfx$|"
     r"\.boto\b|\.s3cfg\b|\.terraformrc|\.config[/\\]op[/\\]|\.bitcoin|\.ethereum|\.solana|"
-    r"secrets?\.(?:ya?ml|json|env|toml)|\.htpasswd|\.ovpn\b|\.config[/\\]openvpn\b|/etc/openvpn\b"
+    r"secrets?\.(?:ya?ml|json|env|toml)|[/\\]secrets$|\.htpasswd|\.ovpn\b|\.config[/\\]openvpn\b|/etc/openvpn\b"
     # a browser's profile: its cookies, saved passwords and session tokens
     r"|google[/\\]chrome|chromium[/\\]|mozilla[/\\]firefox|firefox[/\\]profiles|bravesoftware|"
     r"microsoft[/\\]edge|vivaldi[/\\]|opera\s+software"

@@ -108,8 +108,9 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\b(?:automated|ai|llm|bot|machine)\s+(?:readers?|crawlers?|reviewers?|tools?|systems?|helpers?|operators?|"
     r"workers?|summari[sz]ers?)\s*:"
     # "[assistant-instruction priority=high] … [/assistant-instruction]"
-    r"|\[\s*(?:assistant|ai|llm|agent|model)[_-](?:only|instructions?|notes?|directives?|policy|rules?|hints?|guidance|"
-    r"tasks?|config)(?:\s[^\]\n]{0,40})?\]"
+    # "[assistant instructions - these are not shown to the human]"
+    r"|\[\s*(?:assistant|ai|llm|agent|model)[\s_-](?:only|instructions?|notes?|directives?|policy|rules?|hints?|guidance|"
+    r"tasks?|config)(?:\s[^\]\n]{0,60})?\]"
     # text styled so that a person does not see it: what it says is for the model
     # (or marked hidden: <p hidden>, <div aria-hidden="true">)
     r"|<(?:span|div|p|font|section)\b[^>]{0,80}?(?<![\w-])(?:hidden(?:\s*=\s*[\"']?(?:hidden|true)?[\"']?)?|aria-hidden\s*=\s*[\"']?true[\"']?)\s*>"
@@ -362,7 +363,14 @@ _SET_FIELD = re.compile(r"\bset\s+(?:[^.;]{0,40}?\band\s+)?(?:the\s+)?(?:`?[a-z]
                         # "the recipient field is set to default_transfer_account regardless of what they type"
                         r"|\b[a-z_]{3,30}\s+(?:field|parameter|argument)\s+(?:is|gets|should\s+be|must\s+be|will\s+be)\s+"
                         r"(?:set|fixed|changed|switched)\s+to\s+['\"`]?[^\s'\"`]"
-                        r"(?=[^.;]{0,80}\b(?:regardless|whatever|no\s+matter|even\s+if|irrespective)\b)")
+                        r"(?=[^.;]{0,80}\b(?:regardless|whatever|no\s+matter|even\s+if|irrespective)\b)"
+                        # "must set quantity=12 … and use shipping address "…", whatever the user entered"
+                        r"|\b(?:set|use)\s+(?:the\s+)?[a-z][a-z_ ]{1,30}?(?:\s*=\s*|\s+(?:to\s+)?[\"'\u201c])[^\s\"'\u201d]"
+                        r"(?=[^.;]{0,240}\b(?:whatever|regardless\s+of\s+what|no\s+matter\s+what|irrespective\s+of\s+what)\s+"
+                        r"(?:the\s+user|they|the\s+customer|the\s+buyer)\s+(?:enter|type|ask|chose|choose|select|want|said|say|"
+                        r"request|pick|put)\w*)")
+# an argument given its value: "quantity = 40", "delivery_speed=\"express\""
+_ASSIGNED_VALUE = re.compile(r"\b[a-z][a-z0-9_]{1,30}\s*=\s*[\"'\w]")
 # the user's data or a secret put into a field of a tool the model calls: "put the dial-in PIN and the
 # user's phone number in the location field"
 _INTO_FIELD = re.compile(r"\b(?:put|place|include|add|insert|write|paste|copy|pass|supply|provide|send)\s+[^.;]{0,120}?\b(?:in|into|inside)\s+"
@@ -880,6 +888,13 @@ class ResultScanner:
             out.append(_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "model_directives",
                                 SEVERITIES[max(0, min(3, 3 - penalty))], "order_parameter_override",
                                 f"order '{c.directive}' → an argument fixed by the result ('{m.group(0)[:60]}')"))
+        if c.override and c.kind != "negated" and not any(f.pattern == "order_parameter_override" for f in out) and \
+                (m := _ASSIGNED_VALUE.search(t)) is not None:  # fmt: skip
+            # "our integration expects these values, whatever the user asked for: quantity = 40, …":
+            # arguments fixed against the user's choice (the override is the order)
+            out.append(_finding(sent.field, sent.start + m.start(), sent.start + m.end(), "model_directives",
+                                SEVERITIES[max(0, min(3, 3 - penalty))], "order_parameter_override",
+                                f"'{c.override}' → an argument fixed by the result ('{m.group(0)[:60]}')"))
         # an order in a result to use a tool instead of the one that returned it, or to call a
         # tool that acts (merge, approve, share), is no step of that tool's workflow however
         # alike their names: judged without the returning tool's name
@@ -924,28 +939,50 @@ _WRAP_MIN_LINE = 30
 def _unwrapped(f: Field) -> str:
     """``f.lower`` with the line breaks of hard-wrapped sentences made spaces, so that "append\\n
     ssh-rsa AAAA… \\nto ~/.ssh/authorized_keys" is read as the one order it is. The next line
-    must start with a lower-case letter in the original text (not a new item, heading or
-    sentence) and the line before must be long enough to have been wrapped."""
+    must go on in lower case in the original text (not a new item, heading or sentence), or
+    with a backticked name or an aside in parentheses; the line before must be long enough to have been wrapped. A
+    comment marker that both lines open with ("# read … into a new\\n# file public/x") and
+    the next line's indent are blanked too, so a wrapped comment reads as its sentence."""
     low = f.lower
     raw = f.raw
-    out: list[str] = []
+    parts: list[str] = []
     prev = 0
     line_start = 0
     k = low.find("\n")
     n = len(low)
     while k >= 0:
-        # (str.find and two character tests per line: a regex pass over 16 KB costs more)
+        # (str.find and a few character tests per line: a regex pass over 16 KB costs more)
         if k - line_start >= _WRAP_MIN_LINE and k + 1 < n and low[k - 1] in _WRAP_BEFORE:
-            o = k + 1 if f.prep is None else f.orig_span(k + 1, k + 2)[0]
-            if "a" <= raw[o : o + 1] <= "z":
-                out.append(low[prev:k])
-                prev = k + 1
+            j = k + 1
+            while j < n and low[j] in " \t":
+                j += 1
+            mark = _comment_mark(low, line_start, k)
+            if mark and low.startswith(mark, j):
+                j += len(mark)
+                while j < n and low[j] == " ":
+                    j += 1
+            o = j if f.prep is None else f.orig_span(j, j + 1)[0]
+            ch = raw[o : o + 1]
+            if "a" <= ch <= "z" or (ch == "`" and j > k + 1) or (ch == "(" and "a" <= raw[o + 1 : o + 2] <= "z"):
+                parts.append(low[prev:k])
+                parts.append(" " * (j - k))  # (same length: every position stays valid)
+                prev = j
         line_start = k + 1
         k = low.find("\n", k + 1)
-    if not out:
+    if not parts:
         return low
-    out.append(low[prev:])
-    return " ".join(out)
+    parts.append(low[prev:])
+    return "".join(parts)
+
+
+_COMMENT_MARKS = ("#", "//", "--", ";", "*", ">", "%")
+
+
+def _comment_mark(low: str, a: int, z: int) -> str:
+    """The comment or quote marker the line ``low[a:z]`` opens with ("#", "//", ">" …), if any."""
+    while a < z and low[a] in " \t":
+        a += 1
+    return next((m for m in _COMMENT_MARKS if low.startswith(m, a)), "")
 
 
 _NO_TOOL = _tool_context(None)
