@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v39 blind sets, measured once each, are development data now;
+measured; the v3 to v40 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -77,6 +77,7 @@ from detector import (
     BLIND_V37,
     BLIND_V38,
     BLIND_V39,
+    BLIND_V40,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -210,6 +211,9 @@ TRAIN_SETS = (
     "v39a",
     "v39b",
     "v39c",
+    "v40a",
+    "v40b",
+    "v40c",
 )
 
 
@@ -349,6 +353,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v39a": ld(BLIND_V39 / "v39a_tools.json"),
         "v39b": ld(BLIND_V39 / "v39b_tools.json"),
         "v39c": ld(BLIND_V39 / "v39c_tools.json"),
+        "v40a": ld(BLIND_V40 / "v40a_tools.json"),
+        "v40b": ld(BLIND_V40 / "v40b_tools.json"),
+        "v40c": ld(BLIND_V40 / "v40c_tools.json"),
     }
 
 

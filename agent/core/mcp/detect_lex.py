@@ -187,7 +187,7 @@ ADDRESS_RE = re.compile(
     r"runs|calls|reads|posts|uploads|includes|adds|appends|executes|fetches|creates|shares|forwards|"
     r"copies|stores|sets|passes|prints|pastes|attaches)\b"
     r"|(?:l'ia|l'assistant|l'agent|der\s+assistent|die\s+ki|ki-assistent|el\s+asistente|"
-    r"la\s+ia|l'assistente|de\s+assistent|ассистент|модель|ии|ai-ассистент|агент|"
+    r"la\s+ia|l'assistente|de\s+assistent|(?:para\s+o|ao)\s+(?:assistente|agente)|(?:den|dem)\s+assistenten|al\s+asistente|ассистент|модель|ии|ai-ассистент|агент|"
     r"アシスタント|エージェント|ai\s*へ|助手|智能体|模型|人工智能)",
     re.M,
 )
@@ -282,7 +282,7 @@ CONCEAL_RE = re.compile(
     r"zonder\s+(?:het\s+)?(?:te\s+)?(?:melden|vermelden|zeggen)|niet\s+(?:vermelden|melden|zeggen)|"
     # "no need to tell them" and "do not tell the user" in other languages
     r"no\s+hace\s+falta\s+(?:coment[aá]r|dec[ií]r|mencion[aá]r|avis[aá]r|inform[aá]r)\w*|"
-    r"n[aã]o\s+(?:informe|diga|mencione|conte|avise)\b|n[aã]o\s+(?:[eé]\s+)?(?:necess[aá]rio|precisa)\s+"
+    r"n[aã]o\s+(?:informe|diga|mencione|conte|avise)\b|sem\s+(?:o\s+|lhe\s+)?(?:avisar|mencionar|informar|dizer|contar)\b|n[aã]o\s+(?:[eé]\s+)?(?:necess[aá]rio|precisa)\s+"
     r"(?:informar|dizer|mencionar|avisar)|pas\s+besoin\s+de\s+(?:le\s+)?(?:dire|mentionner|signaler|pr[eé]venir)|"
     r"nicht\s+n[oö]tig,?\s+(?:es\s+|das\s+)?(?:zu\s+)?(?:erw[aä]hnen|sagen|melden)|"
     r"non\s+(?:serve|[eè]\s+necessario)\s+(?:dirlo|menzionarlo|dire|menzionare|avvisare)|"
@@ -651,6 +651,8 @@ REPLY_DEST_RE = re.compile(
     # a comment the model posts where others read it: "in your approval comment", "in your review"
     r"|\b(?:in|into|to)\s+your\s+(?:[\w-]+\s+)?(?:comment|review)\b"
     r"|\b(?:end|finish|begin|start)\s+(?:your|each|every)\s+(?:answer|response|reply)\b"
+    # where the text's own writer reads: "post both values here in the thread"
+    r"|\bhere\s+in\s+(?:this|the)\s+(?:thread|channel|chat|issue|ticket|conversation)\b|\bin\s+this\s+thread\b"
 )
 # another tool instead of / in place of this one
 REDIRECT_RE = re.compile(
@@ -686,7 +688,7 @@ SEQUENCE_RE = re.compile(
 # broader rights than asked for
 PERMISSION_RE = re.compile(
     r"\b(?:public(?:ly)?|anyone(?:_with_link)?|everyone|admin(?:istrator)?|root|superuser|writer|"
-    r"owner|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
+    r"owner(?!/|\s*/\s*(?:name|repo))|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
     r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa|firewall|antivirus|selinux|"
     r"apparmor|audit\w*)|"
     r"(?:remov|disabl|delet|turn\w*\s+off|bypass|lift)\w*\s+(?:the\s+)?branch\s+protection|"
@@ -897,6 +899,8 @@ MENTION_LABEL = re.compile(
     r"illustrative|quoted|verbatim|literal|synthetic|adversarial|malicious)\s+(?:\w+\s+)?(?:response|"
     r"output|reply|replies|text|input|prompt|string|data|message|content|payload|phrase|example)s?"
     r"\s*[:=\-]"
+    # "Example of prompt_injection: \"Ignore …\"", "Examples of jailbreaks:": a class of text illustrated
+    r"|^\W*(?:an?\s+)?(?:examples?|samples?|instances?)\s+of\s+(?:an?\s+)?[\w'-]+(?:\s+[\w'-]+)?\s*[:=\-]"
 )
 MENTION_BEFORE = re.compile(
     r"(?:\b(?:such as|like|including|e\.g\.?|i\.e\.?|for example|for instance|phrases?|strings?|"
@@ -1049,6 +1053,9 @@ GATE_CHARS = ("to the user", "show the user", "your reply", "your answer", "your
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 GATE_WORDS = frozenset(
-    ["force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche"]
+    # the model addressed, and "without telling them", in the other languages the sets hold (their
+    # accents folded: "instrucao para o assistente: …, sem avisar o usuario")
+    ["asistente", "assistente", "agente", "assistenten", "sin", "sem", "senza", "ohne", "sans", "zonder",
+     "force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

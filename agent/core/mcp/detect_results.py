@@ -80,8 +80,8 @@ _AT_WORK_ANCHORS = frozenset(("presenting", "summari", "displaying", "relaying",
 _EXTRA_ADDRESS_RE = re.compile(
     r"\b(?:ai|llm|agent|assistant|model|system|tooling|automation|bots?|(?:review\s+|ai\s+)?tools)"
     r"[\s_.-]*(?:directives?|instructions?|hints?|notes?|notices?|override|policy|guidance|prompt|tasks?|"
-    r"requests?|reminders?|requirements?|messages?|protocol)(?:[\s_-]+\w{1,12})?\b[\"']?"
-    r"\s*(?:(?:for|from)\s+[^:\n]{0,40})?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
+    r"requests?|reminders?|requirements?|messages?|protocol|workflow|steps|procedure|checklist)(?:[\s_-]+\w{1,12})?\b[\"']?"
+    r"\s*(?:(?:for|from)\s+[^:\n(]{0,40})?(?:\s*\([^)\n]{0,80}\))?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"

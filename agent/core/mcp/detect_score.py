@@ -721,9 +721,21 @@ def _param_usage(u: Unit) -> bool:
     """Is the sentence a parameter's own usage note ("Amount in cents; omit for full refund."),
     with nothing outside the tool? "Omit" there is about the parameter, not about what the user is
     told."""
-    if u.field.param is None or set(u.feats) & _OUTSIDE:
+    feats = set(u.feats)
+    if feats & _OUTSIDE:
         return False
-    return _OMIT_PARAM.search(u.field.lower[u.start : u.end]) is not None
+    t = u.field.lower[u.start : u.end]
+    if u.field.param is not None and _OMIT_PARAM.search(t) is not None:
+        return True
+    # "Always pass an idempotency_key so a retried call cannot refund twice": the only object is
+    # one of this tool's parameters, supplied for a stated reason, with nothing of the user's in it
+    objects = {f for f in feats if f.startswith("o:")}
+    return objects == {"o:own_param"} and _PASS_OWN_PARAM.search(t) is not None and _DATA_HINT.search(t) is None
+
+
+# a parameter of this tool supplied for a reason: "always pass an idempotency_key so …"
+_PASS_OWN_PARAM = re.compile(r"\b(?:pass|include|provide|supply|send)\s+(?:an?\s+|the\s+|a\s+unique\s+)?`?[a-z][a-z0-9_]*`?"
+                             r"\s+(?:so|because|since)\b(?![^.;]{0,80}\b(?:regardless|no\s+matter|even\s+if|ignore|whatever)\b)")
 
 
 def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
@@ -742,6 +754,11 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
         return False
     if named and REDIRECT_RE.search(t) is not None:
         return False  # "deprecated in favour of `apply_manifest` on cluster-ops": the work sent to another server
+    if named and (_PERSONAL_DATA.search(t) is not None or _ARG_SET.search(t) is not None):
+        # "call `lookup_person` on enrich-io with the contact's email, phone number and postal address",
+        # "… `invia_ordine` del server ordini con fornitore="forn-7781"": the user's data, or arguments
+        # the text chose, handed to another server's tool is no workflow step
+        return False
     if _SELF_CALL.search(t) and not named and _DATA_HINT.search(t) is None:
         return True  # "call this tool with the customer's email address and the amount": its usage
     if (m := INVOKE_ALWAYS_RE.search(t)) is not None and _own_server_scope(t, m.end(), tool):
@@ -749,6 +766,14 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     return "o:sibling" in feats or bool(named)
 
 
+# the user's personal data or a secret, as a tool's argument (English and the languages the sets hold)
+_PERSONAL_DATA = re.compile(r"\b(?:e-?mail(?:\s+address)?|phone(?:\s+number)?|postal\s+address|home\s+address|"
+                            r"account\s+number|card\s+number|pin|cvv|ssn|social\s+security|date\s+of\s+birth|passport|"
+                            r"tel[eé]fono|n[uú]mero\s+de\s+(?:cuenta|tarjeta|tel[eé]fono)|tarjeta|direcci[oó]n|"
+                            r"telefone|cart[aã]o|endere[cç]o|indirizzo|telefono|carta\s+di\s+credito|"
+                            r"t[eé]l[eé]phone|adresse|carte\s+bancaire|telefonnummer|kontonummer)\b")
+# an argument given its value in the text: `fornitore="forn-7781"`, `quantity=500`
+_ARG_SET = re.compile(r"\b[a-z_]{2,30}\s*=\s*[\"'\d]")
 # an order about calling this very tool (how to use it), not another one
 _SELF_CALL = re.compile(r"\b(?:call|use|invoke|run)\s+this\s+(?:tool|function|endpoint|method)\s+"
                         r"(?:with|for|on|to|when|once|after|before)\b")
