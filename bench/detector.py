@@ -21,7 +21,8 @@ severity reaches alert_threshold = high):
 Speed: a tools/list of 100 tools inspected (p50/p95/p99) next to ``json.loads`` of
 the same message as the baseline, first inspection (every memo of the detector
 forgotten before each run; for the real tools also against issue 12's 5 ms
-target) and repeated (the daemon's per-definition cache); tool results scanned per 16 KB next to
+target), repeated (the daemon's per-definition cache) and first after a daemon restart (the verdicts
+read from the verdict store, agent/core/mcp/verdict_store.py); tool results scanned per 16 KB next to
 ``json.loads`` of a 16 KB message; every real document of the quality section scanned as a
 result (per 16 KB at p50/p90/p99/max and over all of them, against the 1 ms target). The
 machine may be shared: run it twice.
@@ -36,6 +37,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -518,6 +520,30 @@ def speed(det: Detector) -> None:
         _side_by_side(f"tools/list of {len(tools)} {label}, repeated (daemon cache)",
                       lambda tools=tools, insp=insp: insp.inspect_all(tools, [], server="bench"),
                       lambda msg=msg: json.loads(msg), 200, "(whole tools/list)")  # fmt: skip
+        # a daemon that restarted: an empty memory cache, the verdicts read from
+        # <state_dir>/verdicts.db (agent/core/mcp/verdict_store.py); opening the store is once per
+        # daemon start, not per tools/list, so it is left out of the timing
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Path(tmp) / "verdicts.db"
+            first = _Inspector(det.cfg, True, store)
+            first.detector = det
+            first.inspect_all(tools, [], server="bench")
+            first.close()
+            fresh: list[_Inspector] = []
+
+            def restart(store: Path = store, fresh: list[_Inspector] = fresh) -> None:
+                while fresh:
+                    fresh.pop().close()
+                i = _Inspector(det.cfg, True, store)
+                i.detector = det
+                fresh.append(i)
+
+            _side_by_side(f"tools/list of {len(tools)} {label}, first after a daemon restart (verdict store)",
+                          lambda tools=tools, fresh=fresh: fresh[0].inspect_all(tools, [], server="bench"),
+                          lambda msg=msg: json.loads(msg), 50, "(whole tools/list)", setup=restart,
+                          target_ms=TARGET_FIRST_100_MS if label.startswith("real") else None)  # fmt: skip
+            while fresh:
+                fresh.pop().close()
     # tool results: 16 KB of ordinary text (README/log-like, imperatives for people) and
     # the same with an injection addressed to the model at the end, read as a scanning process
     # reads them once it has compiled its window prefilters

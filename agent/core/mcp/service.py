@@ -31,6 +31,7 @@ from agentsh.agent.core.mcp.decision import DecisionEngine
 from agentsh.agent.core.mcp.hashing import canonical_json
 from agentsh.agent.core.mcp.registry import ToolEntry, ToolRegistry
 from agentsh.agent.core.mcp.types import Decision, DecisionRequest
+from agentsh.agent.core.mcp.verdict_store import VERDICTS_FILE, VerdictStore, detector_fingerprint
 from agentsh.agent.core.policy.schema import SEVERITY_RANK, DetectionConfig, Policy
 from agentsh.agent.core.vocab import SERVER_TYPES, SOURCES
 
@@ -81,9 +82,10 @@ class _Inspector:
     """Adapter over the pattern detector (agentsh.agent.core.mcp.detector); without it
     (or with inspection disabled) every tool is clean."""
 
-    def __init__(self, cfg: DetectionConfig, enabled: bool) -> None:
+    def __init__(self, cfg: DetectionConfig, enabled: bool, store_path: Path | None = None) -> None:
         self.detector: Any = None
         self._cache: dict[tuple[bytes, bytes], list[DetectionResult]] = {}
+        self.store: VerdictStore | None = None
         if not enabled:
             return
         try:
@@ -92,6 +94,13 @@ class _Inspector:
             log.error("MCP detector unavailable, definitions are not inspected: %s", e)
             return
         self.detector = Detector(cfg)
+        if store_path is not None:
+            # verdicts kept across restarts, valid only for this detector and configuration
+            self.store = VerdictStore(store_path, detector_fingerprint(cfg), _CACHE_MAX)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
 
     def inspect_all(
         self,
@@ -121,6 +130,10 @@ class _Inspector:
         for tool, name in zip(tools, names, strict=True):
             key = (hashlib.sha256(canonical_json(tool).encode()).digest(), ctx)
             hit = self._cache.get(key)
+            if hit is None and self.store is not None:
+                hit = self.store.get(key[0] + key[1])
+                if hit is not None:
+                    self._remember(key, hit)
             if hit is None:
                 try:
                     siblings = [n for n in distinct if n != name]
@@ -131,11 +144,17 @@ class _Inspector:
                     from agentsh.agent.core.mcp.detector import inspection_failed
 
                     hit = [inspection_failed("definition", e)]
-                if len(self._cache) >= _CACHE_MAX:
-                    self._cache.pop(next(iter(self._cache)))
-                self._cache[key] = hit
+                else:
+                    if self.store is not None:  # (never a failure: the next daemon tries again)
+                        self.store.put(key[0] + key[1], hit)
+                self._remember(key, hit)
             out[name] = list(hit)  # frozen models: shared with the cache, never copied
         return out
+
+    def _remember(self, key: tuple[bytes, bytes], hit: list[DetectionResult]) -> None:
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = hit
 
 
 class MCPService:
@@ -153,8 +172,9 @@ class MCPService:
         self.flow = flow
         """The daemon's one flow engine (docs/flow.md); the decision pipeline's step 8."""
         self.engine = DecisionEngine(self.registry, policy, emit, flow=flow)
+        self._verdicts_path = Path(state_dir) / VERDICTS_FILE if persistent else None
         self._inspector = _Inspector(
-            policy.mcp.inspection.detection, policy.mcp.inspection.enabled
+            policy.mcp.inspection.detection, policy.mcp.inspection.enabled, self._verdicts_path
         )
         self._shadow_lock = threading.Lock()
         self._shadow_reported: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -171,9 +191,11 @@ class MCPService:
             self.flow.update_policy(policy)
         new = policy.mcp.inspection
         if new.detection != old.detection or new.enabled != old.enabled:
-            self._inspector = _Inspector(new.detection, new.enabled)
+            self._inspector.close()
+            self._inspector = _Inspector(new.detection, new.enabled, self._verdicts_path)
 
     def close(self) -> None:
+        self._inspector.close()
         self.registry.close()
 
     # ------------------------------------------------------------------ definitions
