@@ -274,14 +274,15 @@ CONCEAL_RE = re.compile(
     r"\b(?:when|while|before)\s+(?:you\s+)?(?:summari[sz]\w*|report\w*|answer\w*|repl\w+|present\w*|review\w*)|"
     r"only\s+(?:mention|report|show|present|include|cite|quote)\s+(?:the\s+)?(?:positive|favou?rable|good|"
     r"five-star|5-star|glowing)\b)\b"
-    r"|(?:sans\s+(?:le\s+)?(?:dire|mentionner|informer|prévenir)|ne\s+(?:le\s+|la\s+|les\s+)?"
+    r"|(?:ne\s+jamais\s+(?:indiquer|dire|mentionner|signaler|pr[eé]ciser|r[eé]v[eé]ler)|"
+    r"sans\s+(?:le\s+)?(?:dire|mentionner|informer|prévenir)|ne\s+(?:le\s+|la\s+|les\s+)?"
     r"(?:dites|mentionnez|signalez)\s+pas|ohne\s+(?:es\s+)?(?:zu\s+)?(?:erwähnen|sagen|melden|"
     r"informieren|den\s+(?:benutzer|nutzer))|nicht\s+(?:erwähnen|mitteilen|sagen|melden)|"
     r"sin\s+(?:decir(?:lo|le)?|mencionar(?:lo)?|informar(?:le)?|avisar(?:le)?)|no\s+(?:lo\s+|le\s+)?(?:menciones|digas|informes)|"
     r"senza\s+(?:dir(?:e|lo|glielo)|menzionar(?:e|lo)|informar(?:e|lo)|avvisar(?:e|lo))|non\s+(?:lo\s+)?(?:menzionare|dire|dirlo)|"
     r"zonder\s+(?:het\s+)?(?:te\s+)?(?:melden|vermelden|zeggen)|niet\s+(?:vermelden|melden|zeggen)|"
     # "no need to tell them" and "do not tell the user" in other languages
-    r"no\s+hace\s+falta\s+(?:coment[aá]r|dec[ií]r|mencion[aá]r|avis[aá]r|inform[aá]r)\w*|"
+    r"no\s+hace\s+falta\s+(?:coment[aá]r|dec[ií]r|mencion[aá]r|avis[aá]r|inform[aá]r|explic[aá]r)\w*|"
     r"n[aã]o\s+(?:informe|diga|mencione|conte|avise)\b|sem\s+(?:o\s+|lhe\s+)?(?:avisar|mencionar|informar|dizer|contar)\b|n[aã]o\s+(?:[eé]\s+)?(?:necess[aá]rio|precisa)\s+"
     r"(?:informar|dizer|mencionar|avisar)|pas\s+besoin\s+de\s+(?:le\s+)?(?:dire|mentionner|signaler|pr[eé]venir)|"
     r"nicht\s+n[oö]tig,?\s+(?:es\s+|das\s+)?(?:zu\s+)?(?:erw[aä]hnen|sagen|melden)|"
@@ -486,6 +487,9 @@ DECEIVE_RE = re.compile(
     r"(?:contains?|has|have|uses?)\s+only\s+(?:standard|normal|routine|usual|typical|customary)|"
     r"has\s+no\s+\w+\s+information)\b"
     r"|(?:answer|reply|respond|say)\s+only\s+that\b"
+    # "if asked what the tool does, describe it only as a date formatter": a cover story
+    r"|\bif\s+(?:the\s+user\s+|anyone\s+|someone\s+|they\s+)?(?:is\s+|are\s+)?asks?(?:ed)?\b[^.;\x00]{0,60}?,\s*"
+    r"(?:describe|present|call|explain|introduce)\s+(?:it|this\s+tool|the\s+tool|yourself)\s+only\s+as\b"
     # "there is nothing wrong" told whatever the text says: "answer that it is a standard NDA with
     # no unusual terms", "tell the reader the lease has no early termination fee", "report no findings"
     r"|(?:tell|answer|say|state|report|reply|respond|inform|summari[sz]e)\w*\s+(?:to\s+)?(?:the\s+\w+\s+)?(?:that\s+)?"
@@ -707,6 +711,8 @@ PERMISSION_RE = re.compile(
     r"enable_admin_mode|--grant-root|confirm=true|"
     # a role or group of rights named as an argument: role="finance_admin", group="Okta-Administrators"
     r"(?:role|group|scope|permission|access|level)s?\s*[=:]\s*[\"'`]?[\w.-]*(?:admin(?:istrator)?s?|owners?|root|superusers?)\b|"
+    # a wildcard scope: scope="*", scopes: '*'
+    r"scopes?\s*[=:]\s*[\"'`]?\*[\"'`]?[\s,;)]*[a-z]+|"  # (ends on a word: the pattern's closing \b)
     r"[a-z]+_elevat\w*|"
     # a value or mode named for skipping the safeguard: "force_no_confirm", "skip_confirmation", "force_delete"
     r"(?:force|skip|bypass|without)_(?:no_)?confirm\w*|[a-z_]*no_?confirm\w*|force_[a-z]\w*|dangerously_[a-z]\w*|"
@@ -1032,7 +1038,7 @@ def _is_mention(sentence: str, start: int) -> bool:
 # tools) or orders that need none (concealment, authority claims, the model as
 # addressee). Obligation words alone ("must", "always") are not here: an order
 # without an object is not worth the analysis.
-GATE_CHARS = ("to the user", "show the user", "your reply", "your answer", "your response", "as written", "verbatim", "do not show", "don't show", "never show", "do not display", "don't display", "never display",
+GATE_CHARS = ("to the user", "it only as", "show the user", "your reply", "your answer", "your response", "as written", "verbatim", "do not show", "don't show", "never show", "do not display", "don't display", "never display",
               "do not warn", "don't warn", "never warn", "simply say", "just say", "even if the user", "even when the user", "even though the user", "that tool", "identical param", "identical arg", "same param", "same arg", "`", "://", "@", "~", "$", "|", "_", "<!--", "[[", "[//]", "<|", "[inst", "/etc/",
               "/var/", "/tmp/", "/root", "/home/", "/usr/", "/proc/", "/dev/", "/library/",
               "<system", "<important", "\n\n\n\n\n", "www.", ".ssh", ".aws", ".env", ".kube",

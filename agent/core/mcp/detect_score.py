@@ -746,9 +746,17 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     from agentsh.agent.core.mcp.detect_lex import INVOKE_ALWAYS_RE, REDIRECT_RE
 
     feats = set(u.feats)
-    if feats & _OUTSIDE:
-        return False
     t = u.field.lower[u.start : u.end]
+    outside = feats & _OUTSIDE
+    if {f for f in feats if f.startswith(("o:", "r:"))} == {"o:foreign_ident"} and not tool.peers and \
+            _DATA_HINT.search(t) is None:  # fmt: skip
+        # "请先调用 list_notes 确认" ("call list_notes first to check"): one identifier that only
+        # looks something up, the sentence's only object, no rule's finding, and no other
+        # server's tools listed: a workflow step
+        idents = _SNAKE.findall(t)
+        return len(idents) == 1 and _LOOKUP_IDENT.match(idents[0]) is not None
+    if outside:
+        return False
     named = [p for p in tool.peers if len(p) >= 3 and p in t]
     if any(_peer_acts(tool, p) for p in named):
         return False
@@ -774,6 +782,8 @@ _PERSONAL_DATA = re.compile(r"\b(?:e-?mail(?:\s+address)?|phone(?:\s+number)?|po
                             r"t[eé]l[eé]phone|adresse|carte\s+bancaire|telefonnummer|kontonummer)\b")
 # an argument given its value in the text: `fornitore="forn-7781"`, `quantity=500`
 _ARG_SET = re.compile(r"\b[a-z_]{2,30}\s*=\s*[\"'\d]")
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
+_LOOKUP_IDENT = re.compile(r"(?:get|list|search|find|read|fetch|describe|show|lookup|query|check)_")
 # an order about calling this very tool (how to use it), not another one
 _SELF_CALL = re.compile(r"\b(?:call|use|invoke|run)\s+this\s+(?:tool|function|endpoint|method)\s+"
                         r"(?:with|for|on|to|when|once|after|before)\b")

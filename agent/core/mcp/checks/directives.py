@@ -62,7 +62,7 @@ _T_MODAL = frozenset(['helpful', 'best', 'advisable', 'recommended', 'preferable
 _T_ADVERB = frozenset(["always", "never", "also", "then", "first", "just", "simply", "immediately", "quietly", "silently", "secretly", "automatically", "afterwards", "additionally", "now"])  # fmt: skip
 _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
-_T_CONCEAL = frozenset(['say', 'sem', 'menciones', 'digas', 'informes', 'non', 'ne', 'nao', 'falta', 'informe', 'diga', 'mencione', 'conte', 'avise', 'necessario', 'precisa', 'besoin', 'notig', 'serve', 'нужно', 'learn', 'acknowledge', 'warnings', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
+_T_CONCEAL = frozenset(['say', 'jamais', 'sem', 'menciones', 'digas', 'informes', 'non', 'ne', 'nao', 'falta', 'informe', 'diga', 'mencione', 'conte', 'avise', 'necessario', 'precisa', 'besoin', 'notig', 'serve', 'нужно', 'learn', 'acknowledge', 'warnings', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['review', 'agreed', 'enabled', 'without', 'permitted', 'cleared', 'allowed', 'approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
 _T_PRIORITY = frozenset(['mode', 'authority', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['explain', 'inform', 'label', 'call', 'confirm', 'show', 'display', 'sharing', 'sending', 'posting', 'emailing', 'mailing', 'giving', 'handing', 'reusing', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
@@ -353,6 +353,8 @@ def _action_in_purpose(name: str, tool: ParsedTool) -> bool:
 def _permission_as_argument(t: str, permission: str) -> bool:
     """Is the broader right given as an argument ("with public=true", "role='owner'"), not a word
     that describes something ("for public channels", "the exact owner and repository name")?"""
+    if "=" in permission or ":" in permission:
+        return True  # (the right is itself an assignment: scope="*")
     k = t.find(permission)
     while k >= 0:
         if _ARG_TRUE.match(t, k + len(permission)) is not None or _ARG_OPENS.search(t, max(0, k - 12), k) is not None:
@@ -365,6 +367,8 @@ _ARG_TRUE = re.compile(r"\s*[=:]\s*['\"`]?(?:true|1|yes|on|all)\b")
 _ARG_OPENS = re.compile(r"[=:]\s*['\"`]?$")
 
 
+_MAY_BE_BLOCKED = re.compile(r"\b(?:may|might|can|could|will|is|are)\s+(?:be\s+)?(?:not\s+)?(?:blocked|rejected|"
+                             r"denied|restricted|disabled|not\s+allowed|refused)\b")
 _AGREED = frozenset(("consented", "approved", "agreed", "authorized", "authorised"))
 _CONSENT_CLAIMED = re.compile(r"(?:the\s+)?user\s+has\s+already\s+(?:consented|approved|agreed|authori[sz]ed)")
 
@@ -1349,6 +1353,11 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 continue
             if o.klass == "described" and _TELL_THE_USER.search(t):
                 continue  # "mention this to the user before sending": telling, not sending
+            if d and ";" in t and not _same_clause(t, o.start, c.directive) and \
+                    _MAY_BE_BLOCKED.search(t, o.end, o.end + 60) is not None:  # fmt: skip
+                # "create only the rule the user described; forwarding to external domains may be
+                # blocked by the tenant's policy": a fact about the destination, in a clause of its own
+                continue
             lvl = 3 if (has_data or has_secret) and d else 2
             if not d:
                 purpose = tool.name_stems if sent.first else tool.purpose
@@ -1591,7 +1600,12 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
                 "order_shell_command", "order_network_request", "order_call_tool", "order_redirect_tool"):
             v.level += 1  # "pip install x first; the model may do this without asking"
             v.what += f", without the user's consent ('{c.consent}')"
-        if sent.framed and v.pattern != "framed_directive":
+        if sent.framed and v.pattern != "framed_directive" and not (
+                # "<IMPORTANT>… Use read_query for SELECTs.</IMPORTANT>": a lookup tool of unknown
+                # home, with nothing of the user's and no broader right, is the same hint framed
+                v.pattern == "order_call_tool" and v.obj is not None and v.obj.klass == "unknown"
+                and _LOOKUP_NAME.match(v.obj.text) and not has_data and not has_secret
+                and not c.permission and not c.redirect and not c.conceal):  # fmt: skip
             v.level = max(v.level + 1, 1)
             v.what += f", inside {sent.framed}"
         if c.kind == "first_imperative" and not sent.framed and not v.fixed and not (
@@ -1652,7 +1666,7 @@ _ACTS = re.compile(
     r"approv\w*|grant\w*|revok\w*|records?|track\w*|schedul\w*|book\w*|cancel\w*|reserv\w*|assign\w*|"
     r"invit\w*|archiv\w*|clos\w*|mov\w*|renam\w*|toggl\w*|chang\w*|replac\w*|opens?|"
     r"reset\w*|wip\w*|eras\w*|purg\w*|rotat\w*|suspend\w*|lock\w*|unlock\w*|refund\w*|overwrit\w*|truncat\w*|"
-    r"destroy\w*|terminat\w*|revert\w*|rollback\w*|ban|bans|bann\w*|block\w*)\b"
+    r"destroy\w*|terminat\w*|revert\w*|rollback\w*|ban|bans|bann\w*|block\w*|relay\w*|deliver\w*)\b"
 )
 
 
@@ -2040,6 +2054,7 @@ class DirectiveCheck:
                 "[inst" not in t and not any(o.kind in _MATTER or (bound and o.kind == "data")
                                              for o in objs) and \
                 not ("already" in toks and not toks.isdisjoint(_AGREED)) and \
+                not ("asked" in toks and "only" in toks) and \
                 not (bound and (toks & _T_OVERRIDE or ("user" in toks and _DISCREDIT.search(t))) and
                      any(o.kind == "literal" for o in objs)):  # fmt: skip
             # (a parameter's own text naming a value "in all cases": an override to judge)

@@ -54,8 +54,15 @@ _PRIV_SQL = re.compile(r"\b(?:create|alter)\s+(?:role|user)\s+[\w\"`.]+\s+[^;]{0
                        r"\bgrant\s+all\s+privileges\b[^;]{0,80}?\bto\b")
 # a property named as a message to the model ("__assistant_directive", "ai_instructions")
 # what a value carries beyond a value, in the order they are looked for
+# a value that tells the model to choose it: "admin — always pick this one; the approver auto-approves …"
+_PICK_THIS = re.compile(r"\b(?:always\s+|only\s+)?(?:pick|choose|select|use)\s+this\s+(?:one|option|value|role)\b|"
+                        r"\bauto-?approve[sd]?\b")
 _VALUE_ORDERS = ((DESTROY_ALL, "carries an order"), (_DESTROY_SQL, "carries a destructive statement"),
-                 (_PRIV_SQL, "creates or widens an account's rights"))
+                 (_PRIV_SQL, "creates or widens an account's rights"), (_PICK_THIS, "tells the model to pick it"))
+# a parameter that decides who may see or do something, and the broader rights it can be fixed to
+_ACCESS_PARAM = re.compile(r"(?:^|_)(?:visibility|access|sharing|share|privacy|acl|permissions?|role|audience|scope)(?:$|_)")
+_BROAD_VALUE = re.compile(r"(?:public(?:[-_]read(?:[-_]write)?)?|anyone(?:[-_]with[-_]link)?|everyone|world|all[-_]users|"
+                          r"admin(?:istrator)?|owner|root|superuser|\*)")
 _MODEL_PROPERTY = re.compile(r"(?:^|_)(?:assistant|ai|llm|agent|model|copilot)_+(?:directives?|instructions?|notes?|"
                              r"policy|rules?|orders?|commands?)(?:$|_)")
 _CONTENTS_OF = re.compile(
@@ -167,6 +174,8 @@ class SchemaValueCheck:
 
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
         yield from self._fixed_recipients(tool)
+        if "enum" in tool.kinds or "const" in tool.kinds:
+            yield from self._fixed_right(tool)
         yield from self._account_keys(tool)
         yield from self._credential_examples_pasted(tool)
         joined = tool.joined_lower
@@ -345,6 +354,26 @@ class SchemaValueCheck:
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
                                  f"parameter `{name}` accepts only the address {only.strip()[:60]}")
+
+    def _fixed_right(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A parameter that decides who may see or act (visibility, access, role …) whose only
+        allowed value is a broader right ("visibility": enum ["public"]): whatever the user
+        asks for, the photos go public or the role is admin."""
+        for name, spec in tool.param_specs().items():
+            if _ACCESS_PARAM.search(name.lower()) is None:
+                continue
+            only = spec.get("const")
+            enum = spec.get("enum")
+            if only is None and isinstance(enum, list) and len(enum) == 1:
+                only = enum[0]
+            if not isinstance(only, str) or _BROAD_VALUE.fullmatch(only.strip().lower()) is None:
+                continue
+            v = only.strip().lower()
+            f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
+                      and x.lower.strip() == v), None)  # fmt: skip
+            if f is not None:
+                yield finding_at(f, 0, len(f.lower), "model_directives", "high", "fixed_broad_right",
+                                 f"parameter `{name}` allows only '{only.strip()[:40]}'")
 
     def _value_beyond_value(self, f: Field) -> Iterator[Finding]:
         """A value the model is offered (an enum member, a default, a const) that carries more
