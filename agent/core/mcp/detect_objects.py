@@ -59,6 +59,10 @@ IDENT_RE = re.compile(r"(?<![\w./@$-])[a-z][a-z0-9]*(?:[_][a-z0-9]+)+(?![\w/@-])
                       r"|(?<![\w./@$-])[a-z][a-z0-9]*(?:[-][a-z0-9]+)+(?=\s+tool\b)")  # fmt: skip
 # "on the billing server", "the mapsmith-pro server", "(secure-files server)", "Slack's"
 SERVER_RE = re.compile(
+    # the name quoted: "the `secure_reply` tool of the `lexmail-gateway` server", "on the MCP server `x`"
+    # (first: matches do not overlap, and "on the MCP server" alone would be taken for a server "mcp")
+    r"\b(?:on|of|from|in|via|at|through|to|by)\s+(?:the\s+)?[`'\"]([\w.-]+)[`'\"]\s+(?:mcp\s+)?server\b|"
+    r"\b(?:on|of|from|via|at|through|to|by)\s+(?:the\s+)?(?:mcp\s+)?server\s+[`'\"]([\w.-]+)[`'\"]|"
     r"\b(?:on|of|from|in|via|at|through|to|by)\s+(?:the\s+)?([\w.-]+(?:\s+[\w.-]+)?)\s+"
     r"(?:mcp\s+)?server\b|\bthe\s+([\w.-]+)\s+(?:mcp\s+)?server'?s\b|\(([\w.-]+)\s+server\)|"
     r"\b([\w.-]+)'s\s+`|\bthe\s+([\w.-]+)\s+(?:mcp\s+)?server\s+(?:has|offers|provides|exposes)\b"

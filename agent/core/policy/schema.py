@@ -241,7 +241,7 @@ class RegistryConfig(_Model):
     alert_on_change: bool = True
     """Emit `mcp_tool_changed` when a definition differs from its pin."""
     persistent: bool = True
-    """Keep the registry (pins, approvals) in SQLite in the state dir across restarts."""
+    """Keep the registry (pins, approvals) in SQLite in the state dir across restarts, and the detector's verdicts on tool definitions in `verdicts.db` beside it (a cache valid only for the same detector build and `detection` settings; docs/mcp.md "Verdicts across restarts")."""
 
 
 DEFAULT_SERVER_PATTERNS = [
