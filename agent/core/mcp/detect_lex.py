@@ -1058,6 +1058,8 @@ GATE_CHARS = ("to the user", "it only as", "show the user", "your reply", "your 
               "the model", "the assistant", "so far", "discussed", "this url", "this endpoint",
               "this address", "this webhook", "system override", "saved payment", "card number",
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
+# an argument given its value in prose: "quantity = 40", `fornitore="forn-7781"`, "public=true"
+ARG_ASSIGNED_RE = re.compile(r"\b[a-z][a-z0-9_]{1,30}\s*=\s*[\"'\w]")
 GATE_WORDS = frozenset(
     # the model addressed, and "without telling them", in the other languages the sets hold (their
     # accents folded: "instrucao para o assistente: …, sem avisar o usuario")

@@ -742,8 +742,9 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
     """Does the sentence name only tools of this server, or other servers' tools that only
     read ("call `list_tables` first", "call `describe_schema` first")? Such an order is a
     workflow: the scorer alone does not raise it to an alert (the rules still may)."""
-    from agentsh.agent.core.mcp.checks.directives import _own_server_scope, _peer_acts
-    from agentsh.agent.core.mcp.detect_lex import INVOKE_ALWAYS_RE, REDIRECT_RE
+    from agentsh.agent.core.mcp.checks.directives import _LOOKUP_NAME, _own_server_scope, _peer_acts
+    from agentsh.agent.core.mcp.detect_lex import ARG_ASSIGNED_RE, INVOKE_ALWAYS_RE, REDIRECT_RE
+    from agentsh.agent.core.mcp.detect_objects import IDENT_RE
 
     feats = set(u.feats)
     t = u.field.lower[u.start : u.end]
@@ -753,8 +754,8 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
         # "请先调用 list_notes 确认" ("call list_notes first to check"): one identifier that only
         # looks something up, the sentence's only object, no rule's finding, and no other
         # server's tools listed: a workflow step
-        idents = _SNAKE.findall(t)
-        return len(idents) == 1 and _LOOKUP_IDENT.match(idents[0]) is not None
+        idents = IDENT_RE.findall(t)
+        return len(idents) == 1 and _LOOKUP_NAME.match(idents[0]) is not None
     if outside:
         return False
     named = [p for p in tool.peers if len(p) >= 3 and p in t]
@@ -762,7 +763,7 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
         return False
     if named and REDIRECT_RE.search(t) is not None:
         return False  # "deprecated in favour of `apply_manifest` on cluster-ops": the work sent to another server
-    if named and (_PERSONAL_DATA.search(t) is not None or _ARG_SET.search(t) is not None):
+    if named and (_PERSONAL_DATA.search(t) is not None or ARG_ASSIGNED_RE.search(t) is not None):
         # "call `lookup_person` on enrich-io with the contact's email, phone number and postal address",
         # "… `invia_ordine` del server ordini con fornitore="forn-7781"": the user's data, or arguments
         # the text chose, handed to another server's tool is no workflow step
@@ -780,10 +781,6 @@ _PERSONAL_DATA = re.compile(r"\b(?:e-?mail(?:\s+address)?|phone(?:\s+number)?|po
                             r"tel[eé]fono|n[uú]mero\s+de\s+(?:cuenta|tarjeta|tel[eé]fono)|tarjeta|direcci[oó]n|"
                             r"telefone|cart[aã]o|endere[cç]o|indirizzo|telefono|carta\s+di\s+credito|"
                             r"t[eé]l[eé]phone|adresse|carte\s+bancaire|telefonnummer|kontonummer)\b")
-# an argument given its value in the text: `fornitore="forn-7781"`, `quantity=500`
-_ARG_SET = re.compile(r"\b[a-z_]{2,30}\s*=\s*[\"'\d]")
-_SNAKE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
-_LOOKUP_IDENT = re.compile(r"(?:get|list|search|find|read|fetch|describe|show|lookup|query|check)_")
 # an order about calling this very tool (how to use it), not another one
 _SELF_CALL = re.compile(r"\b(?:call|use|invoke|run)\s+this\s+(?:tool|function|endpoint|method)\s+"
                         r"(?:with|for|on|to|when|once|after|before)\b")
