@@ -528,3 +528,32 @@ def test_corrupt_database_is_moved_aside_and_registry_starts_empty(tmp_path: Pat
     r.register("fs", "stdio", "", [tool("a")])
     r.close()
     assert [e.tool_name for e in ToolRegistry(path).list()] == ["a"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_registry_and_its_sqlite_companions_are_readable_by_root_only(tmp_path: Path, umask: int) -> None:
+    import os
+    import stat
+
+    old = os.umask(umask)  # (make run keeps the shell's 022; the unit sets 027)
+    try:
+        reg = ToolRegistry(tmp_path / "registry.db")
+        reg.register("srv", "stdio", "", [{"name": "t", "description": "d"}])
+        files = sorted(p for p in tmp_path.iterdir() if p.name.startswith("registry.db"))
+        assert {p.name for p in files} >= {"registry.db", "registry.db-wal"}
+        for p in files:
+            assert stat.S_IMODE(p.stat().st_mode) & 0o077 == 0, (p.name, oct(p.stat().st_mode))
+        reg.close()
+    finally:
+        os.umask(old)
+
+
+def test_a_registry_left_world_readable_by_an_older_version_is_made_root_only(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    path = tmp_path / "registry.db"
+    ToolRegistry(path).close()
+    os.chmod(path, 0o644)
+    ToolRegistry(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -37,6 +37,7 @@ from pydantic import TypeAdapter, ValidationError
 from agentsh.agent.core.events.models import DetectionResult
 from agentsh.agent.core.mcp.hashing import canonical_json, diff_definitions, hashed_part, tool_hash
 from agentsh.agent.core.policy.schema import SEVERITY_RANK
+from agentsh.agent.core.private_files import private_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +282,8 @@ class ToolRegistry:
             self._open()
 
     def _open(self) -> None:
+        if self.path is not None:
+            private_sqlite(self.path)  # (before SQLite creates its -wal and -shm with the file's mode)
         db = sqlite3.connect(
             str(self.path) if self.path is not None else ":memory:",
             check_same_thread=False,

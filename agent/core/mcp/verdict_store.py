@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from agentsh.agent.core.events.models import DetectionResult
 from agentsh.agent.core.policy.schema import DetectionConfig
+from agentsh.agent.core.private_files import private_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +63,8 @@ class VerdictStore:
         """Lookups answered from the file (for tests and the benchmark)."""
         self._db: sqlite3.Connection | None = None
         try:
-            new = not path.exists()
+            private_sqlite(path)  # (before SQLite creates its -wal and -shm with the file's mode)
             db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-            if new:
-                os.chmod(path, 0o600)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # a lost last row only costs an inspection
             db.execute("CREATE TABLE IF NOT EXISTS verdicts (key BLOB PRIMARY KEY, fingerprint TEXT NOT NULL, "
