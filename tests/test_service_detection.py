@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from detector_calls import count_inspections
+
 from agentsh.agent.core.mcp.service import MCPService
 from agentsh.agent.core.policy.schema import Policy
 
@@ -55,14 +57,7 @@ def test_orders_about_another_servers_tool_are_detected(tmp_path: Path) -> None:
 
 def test_detection_results_are_cached_per_definition_and_peers(tmp_path: Path) -> None:
     svc = service(tmp_path, [])
-    calls: list[str] = []
-    real = svc._inspector.detector.inspect
-
-    def counting(tool, peers=(), **kw):
-        calls.append(tool["name"])
-        return real(tool, peers=peers, **kw)
-
-    svc._inspector.detector.inspect = counting
+    calls = count_inspections(svc)
     svc.register_tools("mail", "stdio", None, [SEND_EMAIL, DRAFT])
     svc.register_tools("mail", "stdio", None, [SEND_EMAIL, DRAFT])
     assert sorted(calls) == ["draft_email", "send_email"]  # second tools/list: cache hits

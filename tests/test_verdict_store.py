@@ -8,6 +8,8 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from detector_calls import count_inspections
+
 from agentsh.agent.core.mcp.service import MCPService
 from agentsh.agent.core.mcp.verdict_store import VERDICTS_FILE, VerdictStore, detector_fingerprint
 from agentsh.agent.core.policy.schema import DetectionConfig, Policy
@@ -26,18 +28,6 @@ def _service(state: Path, policy: Policy | None = None) -> MCPService:
     return MCPService(policy or Policy(), state, lambda e: True)
 
 
-def _count_inspections(svc: MCPService) -> list[str]:
-    calls: list[str] = []
-    real = svc._inspector.detector.inspect
-
-    def counting(tool, peers=(), **kw):
-        calls.append(tool["name"])
-        return real(tool, peers=peers, **kw)
-
-    svc._inspector.detector.inspect = counting
-    return calls
-
-
 def _verdicts(svc: MCPService, tools: list[dict]) -> dict[str, list]:
     return svc._inspector.inspect_all(tools, [], server="dates")
 
@@ -49,7 +39,7 @@ def test_verdicts_survive_a_restart_and_the_detector_is_not_run_again(tmp_path: 
     first.close()
 
     second = _service(tmp_path)
-    calls = _count_inspections(second)
+    calls = count_inspections(second)
     after = _verdicts(second, [POISONED, CLEAN])
     assert calls == []  # every verdict came from the file
     assert after == before
@@ -72,7 +62,7 @@ def test_another_configuration_never_reads_the_old_verdicts(tmp_path: Path) -> N
     other = Policy.model_validate({"mcp": {"inspection": {"detection": {"alert_threshold": "critical"}}}})
     assert other.mcp.inspection.detection != Policy().mcp.inspection.detection
     svc2 = _service(tmp_path, other)
-    calls = _count_inspections(svc2)
+    calls = count_inspections(svc2)
     _verdicts(svc2, [POISONED])
     assert calls == ["format_date"]  # inspected again by the detector of this configuration
     svc2.close()
@@ -98,7 +88,7 @@ def test_a_damaged_verdict_is_inspected_again_never_trusted(tmp_path: Path) -> N
     db.commit()
     db.close()
     svc2 = _service(tmp_path)
-    calls = _count_inspections(svc2)
+    calls = count_inspections(svc2)
     assert _verdicts(svc2, [POISONED]) == before
     assert calls == ["format_date"]
     svc2.close()
