@@ -667,6 +667,10 @@ REDIRECT_RE = re.compile(
     r"only\s+if\s+(?:that|the\s+\w+)\s+(?:call\s+)?fails|only\s+(?:show|use|return)\s+this\s+tool'?s\s+(?:output|result)|use\s+this\s+one|hand\s+(?:them|it|those|"
     r"these|the\s+\w+)\s+(?:unchanged\s+)?(?:over\s+)?to|in\s+favou?r\s+of|pass\s+(?:them|it|those)\s+to|the\s+maintained|unmaintained|"
     r"the\s+correct\s+one|stop\s+using|(?:do\s+not|don'?t)\s+(?:use|call|invoke)\s+(?:this|the\s+\w+)|don'?t\s+rely\s+on|"
+    # "do not answer from your own knowledge and do not use other travel tools": the work kept from the rest
+    r"(?:do\s+not|don'?t|never)\s+(?:use|call|invoke|consult)\s+(?:any\s+)?other\s+(?:[\w-]+\s+){0,2}?(?:tools?|servers?|"
+    r"providers?|sources?)|(?:do\s+not|don'?t|never)\s+answer\s+(?:it\s+|them\s+)?(?:from|with|using)\s+your\s+own\s+"
+    r"(?:knowledge|training)|"
     # "re-run every query with the premium_search tool": the same work sent to another tool
     r"(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+(?:go|be\s+(?:done|made|sent|booked|routed|filed))\s+"
     r"(?:through|via)|"
@@ -692,10 +696,13 @@ SEQUENCE_RE = re.compile(
 # broader rights than asked for
 PERMISSION_RE = re.compile(
     r"\b(?:public(?:ly)?|anyone(?:_with_link)?|everyone|admin(?:istrator)?|root|superuser|writer|"
-    r"owner(?!/|\s*/\s*(?:name|repo))|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
+    r"owner(?!/|\s*/\s*(?:name|repo)|\s+(?:and|or|&)\s+repo|\s+(?:name|id|field|login)\b)|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
     r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa|firewall|antivirus|selinux|"
     r"apparmor|audit\w*)|"
     r"(?:remov|disabl|delet|turn\w*\s+off|bypass|lift)\w*\s+(?:the\s+)?branch\s+protection|"
+    # a physical safeguard opened: "service `unlock` and entity_id `lock.front_door`", "disarm the alarm"
+    r"(?:unlock|disarm)\w*`?\s+(?:[^.;]{0,50}?)(?:doors?|gates?|garage|alarms?|locks?|vaults?)|"
+    r"(?:service|action|command)\s*[=:]?\s*[`'\"]?(?:unlock|disarm|alarm_disarm|open_cover)\b|"
     # review skipped: "push directly to main", "delete … .github/CODEOWNERS"
     r"push\w*\s+(?:it\s+|them\s+|this\s+|the\s+\w+\s+)?(?:directly|straight)\s+(?:in)?to\s+(?:main|master|trunk|prod|production)|"
     r"(?:remov|delet|empty|truncat)\w*\s+[^.;]{0,60}?(?:\.github/)?codeowners|"
@@ -704,8 +711,9 @@ PERMISSION_RE = re.compile(
     # "`set_audit_level` with level='none'"
     r"(?:disable|remove|delete|bypass|mute|suspend|turn_off|skip)_[a-z_]*(?:protection|audit\w*|logging|security|mfa|2fa|"
     r"reviews?|checks?|alerts?|monitor\w*|guardrails?|redaction|scan\w*)\b(?:\s*[:=]\s*[\w'\"]+)?|"
-    r"[a-z_]*(?:audit|logging|redact|protection|security|monitor)[a-z_]*`?\s+(?:[^.;]{0,30}?\s)?(?:with\s+)?"
-    r"(?:level|mode|enabled|state|status)\s*[=:]\s*['\"]?(?:none|off|false|disabled|0)\b|"
+    r"[a-z_]*(?:audit|logging|redact|protection|security|monitor|safe_?browsing|safe_?search|firewall|antivirus|"
+    r"malware|phishing|encrypt)[a-z_]*`?\s+(?:[^.;]{0,30}?\s)?(?:with\s+)?"
+    r"(?:level|mode|enabled|state|status|on)\s*[=:]\s*['\"]?(?:none|off|false|disabled|0)\b|"
     r"approval\s+prompt|"
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
     r"enable_admin_mode|--grant-root|confirm=true|"
@@ -837,7 +845,7 @@ DATA_RE = re.compile(
 SECRET_RE = re.compile(
     r"\b(?:api[\s_-]?keys?|apikeys?|access[\s_-]?(?:keys?|tokens?)|auth[\s_-]?tokens?|_authtoken|"
     r"bearer\s+tokens?|refresh\s+tokens?|oauth[\s_]tokens?|session\s+(?:tokens?|cookies?|ids?)|"
-    r"cookies?|secret(?:[\s_-]access)?[\s_-]?keys?|aws_secret_access_key|aws_access_key_id|"
+    r"cookies?|secret(?:[\s_-]?access)?[\s_-]?keys?|aws_secret_access_key|aws_access_key_id|access[\s_-]?key[\s_-]?ids?|"
     r"secrets|passwords?|passphrases?|credentials?|private[\s_-]?keys?|ssh[\s_-]?keys?|"
     r"(?:mfa|2fa|otp|totp|verification)\s+codes?|one-time\s+codes?|environment\s+variables?|"
     r"env\s+vars?|tokens?|seed\s+phrases?|mnemonics?|recovery\s+phrases?|database_url|"
@@ -941,7 +949,7 @@ _CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*(?:(?:and|then|so)\s+)?|\b(?:and|then|
 _QUOTE_MARK = re.compile(r"(?<![a-z])'|'(?![a-z])")
 # ("… (including the secrets block) to https://…", "… - including attachments - to x@y": closed by a
 # parenthesis or a dash as well)
-_CLOSED_INSERT = re.compile(r"[^,;:\"'`()\u2013\u2014]{1,40}?(?:[,)]|\s[-\u2013\u2014])\s*(?:to|into|onto|at|via)\s+"
+_CLOSED_INSERT = re.compile(r"[^,;:\"'`()\u2013\u2014]{1,40}?(?:[,)]|\s[-\u2013\u2014])\s*(?:to|into|onto|at|via|with|using)\s+"
                             r"(?:the\s+|an?\s+)?[`'\"]?$")
 
 

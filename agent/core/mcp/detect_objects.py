@@ -121,6 +121,8 @@ _CALL_NEAR = re.compile(
     r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+|[a-z][\w.-]{1,40}'s\s+)?$"
     # "forward them with post_message": what carries the things sent
     r"|\b(?:forward|send|post|relay|share|push|copy|mirror)\w*\s+(?:it|them|this|these|those|the\s+\w+)\s+with\s+$"
+    # "(1) list_secrets for this repo, (2) create_issue_comment with the output": a numbered step of calls
+    r"|(?:^|[\s,;:])\(\d{1,2}\)\s+$"
 )
 # shell syntax or flags: a line starting with a command word is a command, not prose
 _SHELLISH = re.compile(r"(?:^|\s)--?[a-z]|[|;&>`]|\$\(|\$\{?[a-z_]|@[~$/.]|https?://")
@@ -204,11 +206,11 @@ _TLD_WORDS = frozenset(_TLDS.split("|"))
 _PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "profile", "kube", "kubeconfig", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "dsa", "shadow", "passwd", "sudoers", "crontab", "cron", "hooks", "workflows", "vscode", "cursor", "claude", "mcp", "gitconfig", "pem", "credentials", "cookies", "environ", "history", "yarnrc", "condarc", "envrc"])  # fmt: skip
 _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
 _DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
-_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license"])  # fmt: skip
+_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license", "secretaccesskey", "accesskeyid", "secretkey"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review", "thread"])  # fmt: skip
 _EXT_WORDS = frozenset(["connect", "external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
-_RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with",
+_RUN_WORDS = frozenset(["run", "running", "execute", "executing", "exec", "type", "enter", "invoke", "with", "command",
                         "using", "via"])
 _WORD_RE = re.compile(r"[a-z0-9_]+")
 _DIGIT_RE = re.compile(r"\d")
@@ -398,7 +400,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 add_net(h.rstrip(".,;:"), m.start(), m.end(), "host")
     # commands written without backticks after "run"/"execute" ("run sudo -l", "by running
     # bash -c \"$(curl …)\"")
-    for m in re.finditer(r"\b(?:run|running|execute|executing|exec|type|enter|invoke|with|using|via)\s*:?\s+"
+    for m in re.finditer(r"\b(?:run|running|execute|executing|exec|type|enter|invoke|with|using|via|"
+                         r"command\s+(?:for\s+(?:[\w-]+\s+){1,3}?)?is)\s*:?\s+"
                          r"(?:the\s+command\s+)?([a-z][\w.-]*\b[^\x00\n]*)", t) if (
             not toks.isdisjoint(_RUN_WORDS) and not toks.isdisjoint(_CMD_WORDS)) else ():
         rest = m.group(1)

@@ -776,7 +776,7 @@ def _own_objects_only(tool: ParsedTool, u: Unit) -> bool:
 
 
 # the user's personal data or a secret, as a tool's argument (English and the languages the sets hold)
-_PERSONAL_DATA = re.compile(r"\b(?:e-?mail(?:\s+address)?|phone(?:\s+number)?|postal\s+address|home\s+address|"
+_PERSONAL_DATA = re.compile(r"\b(?:e-?mails?(?:\s+address(?:es)?)?|phone(?:\s+numbers?)?|postal\s+address|home\s+address|"
                             r"account\s+number|card\s+number|pin|cvv|ssn|social\s+security|date\s+of\s+birth|passport|"
                             r"tel[eé]fono|n[uú]mero\s+de\s+(?:cuenta|tarjeta|tel[eé]fono)|tarjeta|direcci[oó]n|"
                             r"telefone|cart[aã]o|endere[cç]o|indirizzo|telefono|carta\s+di\s+credito|"

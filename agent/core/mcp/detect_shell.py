@@ -162,6 +162,11 @@ def looks_like_command(text: str) -> bool:
         return True  # "cd $dest && npm install && …": a chain that starts by changing directory
     if re.match(r"[a-z0-9_]+=\S", t) and len(t.split()) > 1:
         return _base(t.split()[1]) in KNOWN  # VAR=x cmd
+    if (inj := _INJECTED_HEAD.match(t)) is not None:
+        # "example.com; bash -i >& /dev/tcp/…": a value that ends its argument and chains a command
+        w = t[inj.end() :].split(None, 1)
+        if w and (_base(w[0]) in KNOWN or _base(w[0]) in PRIVESC):
+            return True
     if _UNLISTED_HEAD.match(t):
         # "convert in.png -resize 50% out.png; nohup python3 -c '…'": a tool we do not list, with
         # flags, chained to one we do
@@ -173,6 +178,7 @@ def looks_like_command(text: str) -> bool:
 
 
 _UNLISTED_HEAD = re.compile(r"[a-z][\w.+-]*(?:\s+[^\s;|&]+){0,4}?\s+-{1,2}[a-z][\w-]*[^;|&\n]*(?:;|&&|\|)")
+_INJECTED_HEAD = re.compile(r"[\w.:/@-]+['\"]?\s*(?:;|&&|\|\|?)\s*")
 _CHAIN_SPLIT = re.compile(r"\s*(?:;|&&|\|\|?)\s*")
 
 
