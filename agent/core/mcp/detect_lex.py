@@ -26,7 +26,7 @@ from agentsh.agent.core.mcp.detect_text import KeyMemo
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "fix", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "explain", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe", "stop", "schedule", "book"]
+    ["run", "fix", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "explain", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe", "stop", "schedule", "book", "prefetch", "preload"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -41,7 +41,7 @@ WRITE_VERBS_RE = re.compile(
 )
 # verbs that make a network request (the object is a URL/host/address)
 NET_VERBS_RE = re.compile(
-    r"\b(?:fetch|request|get|post|posting|put|send|sending|upload|push|forward|notify|ping|"
+    r"\b(?:fetch|prefetch|preload|request|get|post|posting|put|send|sending|upload|push|forward|notify|ping|"
     r"resolve|look\s*up|lookup|nslookup|dig|beacon|call|hit|query|report|sync|mirror|mail|email|"
     r"cc|bcc|invite|deliver|transmit|submit|download|curl|wget|open|visit|load|render|navigate|sent|"
     r"attach|emailing|mailing|sending|uploading|posting|forwarding|sharing|share|sends|posts|"
@@ -159,9 +159,11 @@ ADDRESS_RE = re.compile(
     r"may\s+not|must\s+not|should\s+not|is\s+(?:required|expected)\s+to)\b"
     # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
     # (not code, "get(url, { agent }, cb)", nor a product, "Gemini Enterprise Agent Platform:")
-    r"|(?:^|\n|[.!?;:|]\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n{]{0,6}(?:[\w-]+(?:\s+|/)){0,2}?"
+    r"|(?:^|\n|[.!?;:|]\)?\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n{]{0,6}(?:[\w-]+(?:\s+|/)){0,2}?"
     r"(?:(?:ai|llm|automated|autonomous|coding|support|other)\s+){0,2}"
     r"(?:assistants?|agents?|llms?|copilot|claude|ai|bots)\b(?!\s+" + PRODUCT_NOUN + r"\b)"
+    # (not the subject of a statement: "…, and the assistant follows the hidden text, e.g. …")
+    r"(?!\s+(?:follows|obeys|complies|treats|executes|summari[sz]es|dutifully|happily|blindly|obediently)\b)"
     r"[^.:,\n{}=;<>]{0,60}[:,](?!\S)"
     # compounds in keys and headers: "ai-agent=", "AI-Agent-Directive:", "_note_for_llm"
     r"|\b(?:ai|llm|agent|assistant)[\s_.-]*(?:agents?[\s_./-]*)?(?:directives?|instructions?|"
@@ -234,6 +236,8 @@ CONCEAL_RE = re.compile(
     r"acknowledging|a\s+word)|"
     r"keep\s+(?:this|these|it|the)\s+(?:[\w-]+\s+){0,2}?(?:confidential|secret|private|hidden|"
     r"between\s+us|to\s+yourself)|leave\s+(?:it|this|them|that)\s+out\s+of\s+(?:your|the)|"
+    r"keep\s+(?:it|this|them|that|these|the)\s+(?:[\w-]+\s+){0,2}?out\s+of\s+(?:your|the|any)\s+(?:summary|summaries|"
+    r"reply|replies|answer|response|output|report)|"
     r"(?:leave\s+out|omit|hide|drop|skip|exclude|remove)\s+(?:it|this|them|any|all|the|that)\b[^.\x00]{0,60}?"
     r"\b(?:from|in|of)\s+(?:your|the)\s+(?:reply|replies|answer|summary|report|response|output|"
     r"evaluation|review|notes|minutes|user)|(?:when|as)\s+you\s+(?:report|summari[sz]e|write|answer|"
@@ -315,7 +319,7 @@ CONSENT_RE = re.compile(
     # "stop asking the user for confirmation", "no longer prompt for approval"
     r"|(?:stop|no\s+longer)\s+(?:\w+\s+)?(?:ask(?:ing)?|prompt(?:ing)?|check(?:ing)?\s+with|confirm(?:ing)?\s+with)\s+"
     r"(?:(?:the\s+)?(?:user|them|anyone)\s+)?(?:for\s+)?(?:confirmation|approval|permission|consent)"
-    r"|(?:does|do)(?:\s+not|n'?t)\s+(?:need|require)\s+(?:any\s+|the\s+user'?s\s+)?(?:confirmation|approval|permission|consent)"
+    r"|(?:does|do)(?:\s+not|n'?t)\s+(?:need|require)\s+(?:any\s+|the\s+user'?s\s+|(?:the\s+)?user\s+)?(?:confirmation|approval|permission|consent)"
     r"|skip(?:ping)?\s+(?:any\s+|all\s+|the\s+)?(?:(?:usual|normal|standard|regular|default|customary)\s+)?"
     r"(?:safety\s+|user\s+)?(?:confirmation|approval|"
     r"permission|consent)s?(?:\s+(?:prompts?|steps?|checks?|dialogs?|questions?))?"
@@ -401,6 +405,10 @@ PRIORITY_RE = re.compile(
     r"(?:previous|prior|earlier|above|preceding|other|original|existing|system|safety)\s+"
     r"(?:instructions?|prompts?|rules|guidelines|directions|messages|results|context|tasks?|goals?|assignments?)"
     r"|\bnew\s+system\s+(?:prompt|instructions?|message)\b"
+    # the model's own instructions declared void: "the system prompt you were given earlier is outdated"
+    r"|\b(?:system\s+prompt|(?:previous|prior|earlier|original|initial)\s+instructions?)\s+(?:you\s+(?:were|have\s+been)\s+"
+    r"given\s+(?:earlier\s+|before\s+)?)?(?:is|are|has\s+been|have\s+been)\s+(?:now\s+)?(?:outdated|obsolete|void|invalid|"
+    r"superseded|revoked|cancell?ed|no\s+longer\s+(?:valid|in\s+effect|applies|apply))\b"
     # text given the rank of the user's or the system's own words: "carries the same authority as
     # the user's own instructions"
     r"|(?:same|equal|full|as\s+much)\s+authority\s+(?:as|to|with)\s+(?:the\s+|your\s+)?(?:user'?s?|system|developer|operator)"
@@ -707,6 +715,9 @@ PERMISSION_RE = re.compile(
     r"push\w*\s+(?:it\s+|them\s+|this\s+|the\s+\w+\s+)?(?:directly|straight)\s+(?:in)?to\s+(?:main|master|trunk|prod|production)|"
     r"(?:remov|delet|empty|truncat)\w*\s+[^.;]{0,60}?(?:\.github/)?codeowners|"
     r"skip\s+(?:the\s+)?(?:risk|security|review|approval|identity|verification|safety|fraud|kyc|background)\s+checks?|"
+    # review skipped by the order itself: "merge PR 91 now without running the checks", "… without review"
+    r"without\s+(?:running\s+|any\s+|a\s+)?(?:the\s+)?(?:ci\s+|required\s+|status\s+|second\s+)?(?:checks?|tests?|"
+    r"reviews?|code\s+review|approvals?|approvers?)\b|"
     # a tool that turns a safeguard off, or a safeguard's setting put to nothing: "disable_branch_protection",
     # "`set_audit_level` with level='none'"
     r"(?:disable|remove|delete|bypass|mute|suspend|turn_off|skip)_[a-z_]*(?:protection|audit\w*|logging|security|mfa|2fa|"
@@ -718,7 +729,8 @@ PERMISSION_RE = re.compile(
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
     r"enable_admin_mode|--grant-root|confirm=true|"
     # a role or group of rights named as an argument: role="finance_admin", group="Okta-Administrators"
-    r"(?:role|group|scope|permission|access|level)s?\s*[=:]\s*[\"'`]?[\w.-]*(?:admin(?:istrator)?s?|owners?|root|superusers?)\b|"
+    r"(?:role|group|scope|permission|access|level)s?\s*(?:[=:]\s*[\"'`]?|\s+[\"'`])[\w.-]*(?:admin(?:istrator)?s?|owners?|root|"
+    r"superusers?)\b|"
     # a wildcard scope: scope="*", scopes: '*'
     r"scopes?\s*[=:]\s*[\"'`]?\*[\"'`]?[\s,;)]*[a-z]+|"  # (ends on a word: the pattern's closing \b)
     r"[a-z]+_elevat\w*|"
@@ -803,7 +815,8 @@ DATA_RE = re.compile(
     r"(?:the\s+)?(?:entire|full|whole|complete|verbatim)\s+(?:(?:prior|previous|earlier|original|current|mail)\s+)?"
     r"(?:(?:file|page|document|e-?mail|message)\s+)?"
     r"(?:chat|conversation|transcript|"
-    r"history|context|thread|session|inbox|output|listing|list|diff|repository|repo|sheet|contents?|"
+    r"history|context|thread|session|inbox|output|listing|list|diff|repository|repo|sheet|contents?|source|codebase|"
+    r"workspace|"
     r"text|(?:meeting\s+|call\s+)?notes)|conversation(?:\s+(?:so\s+far|history|log|context))?|chat\s+(?:history|log|transcript)|"
     r"transcript|(?:every|each|all|any)\s+(?:other\s+)?tool\s+(?:calls?|results?|outputs?|"
     r"responses?)|(?:its|their|the)\s+(?:full|complete|entire|whole),?\s+(?:\w+\s+)?(?:arguments|"
@@ -820,7 +833,7 @@ DATA_RE = re.compile(
     r"every\s+(?:other\s+)?(?:file|document|message|email)|all\s+(?:the\s+)?(?:files|messages|"
     r"emails|documents|data|repositories|customer)|(?:customer|contact)\s+(?:names|emails|data|"
     r"list)|personal\s+(?:data|information|details)|private\s+repositor(?:y|ies)|source\s+code|"
-    r"git-?ignored|untracked|clipboard|browsing\s+history|shell\s+history|bash_history|"
+    r"git-?ignored|untracked|clipboard|browsing\s+history|shell\s+history|bash_history|(?:every|all)\s+tracked\s+files?|"
     r"(?:name|names),?\s+(?:employer|emails?)|deal\s+sizes|"
     r"user'?s\s+(?:home\s+)?directory|home\s+directory|~/documents|listing\s+of|"
     r"(?:direct|private)\s+messages|"

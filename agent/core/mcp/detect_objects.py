@@ -121,6 +121,9 @@ _CALL_NEAR = re.compile(
     r"via|through|to|then|prefer|tool|tools|function)\s+(?:the\s+|its\s+|their\s+|[a-z][\w.-]{1,40}'s\s+)?$"
     # "forward them with post_message": what carries the things sent
     r"|\b(?:forward|send|post|relay|share|push|copy|mirror)\w*\s+(?:it|them|this|these|those|the\s+\w+)\s+with\s+$"
+    # "prefetch each one with fetch_url": what the things named are fetched with
+    r"|\b(?:fetch|prefetch|preload|load|open|retrieve|request|download)\w*\s+(?:it|them|each(?:\s+one)?|every\s+\w+|"
+    r"the\s+\w+)\s+(?:with|using|via|through)\s+$"
     # "(1) list_secrets for this repo, (2) create_issue_comment with the output": a numbered step of calls
     r"|(?:^|[\s,;:])\(\d{1,2}\)\s+$"
 )
@@ -450,6 +453,15 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 if not _NAMED_NEAR.search(near) and f"`{pl}`" not in fl and f"{pl} tool" not in fl:
                     continue
             add(_tool_obj(pl, ms, me, t, tool, own))
+    # "call contacts.export with format "vcf"", "call mail.delete on this message": server.tool, unticked
+    for m in _DOTTED_CALL.finditer(t) if "." in t and not toks.isdisjoint(_CALL_WORDS) else ():
+        srv, name = m.group(1), m.group(2)
+        if _overlaps(taken, m.start(1), m.end(2)) or _FILE_EXT.search("." + name) or name in _TLD_WORDS:
+            continue
+        o = _tool_obj(name, m.start(1), m.end(2), t, tool, own)
+        if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
+            o = Obj("tool", name, m.start(1), m.end(2), "other_server", srv, o.topic)
+        add(o)
     if "_" in t or (" tool" in t and "-" in t):
         for w, ms, me in _IDENTS(t):
             if _overlaps(taken, ms, me):
@@ -683,7 +695,9 @@ def _word_spans(t: str, w: str) -> list[tuple[int, int]]:
 
 
 _RETURNED_BEFORE = re.compile(r"\b(?:returns?|returned|responds?\s+with|fails?\s+with|errors?|fields?|"
-                              r"properties|property|column|key|output|response)\W{0,3}(?:\w+\W{1,3}){0,2}`?$")
+                              r"properties|property|column|key|output|response)\W{0,3}(?:\w+\W{1,3}){0,2}`?$"
+                              # "the result's `generated_at` time": a field of the tool's own output
+                              r"|\b(?:report|result|response|output|record|row|entry|item|page)'s\s+`?$")
 
 
 _THIS_VALUE = re.compile(r"\bth(?:is|at|e\s+default)\s+(?:url|endpoint|address|webhook|link|uri|host)\b")
@@ -713,6 +727,9 @@ def _listed_peer(tool: ParsedTool, server: str, name: str) -> bool:
     return p is not None and (p.server or "").lower().replace("_", "-") == server.replace("_", "-")
 
 
+_DOTTED_CALL = re.compile(r"\b(?:call|calling|invoke|invoking)\s+(?:the\s+)?([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})\b"
+                          r"(?![.(/@-])")
+_CALL_WORDS = frozenset(("call", "calling", "invoke", "invoking"))
 _SERVER_DOT_TOOL = re.compile(r"([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,60})")
 # "the returned verification_uri": a field of the response named right after the word
 _RETURNED_JUST_BEFORE = re.compile(r"\b(?:returned|response'?s?|result'?s?)\s+$")

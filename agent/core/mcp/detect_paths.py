@@ -26,6 +26,7 @@ PATH_RE = re.compile(
     r"|(?<![\w.~/$-])/(?:etc|var|usr|tmp|root|home|proc|dev|opt|bin|sbin|lib|library|private|"
     r"system|users|boot|srv|mnt|run|sys)(?:/[\w.@+*-]*)*"
     r"|(?<![\w/~$.-])\.(?:[\w-]+[/\\])*[\w.-]*[a-z0-9]"
+    r"|(?<![\w/~$.-])\./(?:[\w.-]+/)*[\w.-]*[a-z0-9]"  # ("./migrations", "./.github/workflows")
     r"|(?<![\w.~/$:-])/[a-z0-9_][\w.-]*(?:/[\w.@+*-]+)+"
     r"|\b(?:id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|authorized_keys|known_hosts|crontab|"
     r"claude_desktop_config\.json|mcp\.json|pip\.conf|pip\.ini|jenkinsfile|sitecustomize\.py|"

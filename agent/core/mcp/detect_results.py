@@ -86,6 +86,12 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
+    # "(for the triage agent)": an agent named by the work it automates
+    r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:triage|coding|code|review|repair|autofix|"
+    r"ci|sre|devops|research|browsing|shopping|inbox)\s+(?:agents?|assistants?|bots?)\s*[)\]]"
+    # "(for automated and AI reviewers)": readers named by their kind, people excluded
+    r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+|all\s+)?(?:automated\s+(?:and|or|&)\s+)?(?:ai|llm|automated)\s+"
+    r"(?:reviewers?|readers?|triagers?|maintainers?|contributors?|coders?|helpers?)\s*[)\]]"
     # "(automation notice) Agents reading this page: …": the reader named by what it does, as a label
     r"|\b(?:agents?|assistants?|models?|bots?|llms?)\s+(?:reading|processing|handling|viewing|triaging|"
     r"summari[sz]ing|parsing)\s+this\b[^.:\n]{0,30}?(?::|\s[-\u2013\u2014]{1,2}\s)"
@@ -759,6 +765,10 @@ class ResultScanner:
                 who = "~" + who
             if _FEATURE_FOR.search(who) and not who.startswith("~"):
                 who = "~" + who
+            if not who.startswith("~") and _PEOPLE_AND.search(low, max(0, m.start() - 30), m.end()) is not None:
+                # "Clients and agents should call `read_text_file` from now on": people and agents
+                # told the same, as release notes do; only the gravest orders count
+                who = "~" + who
             if _RULES_FILE.search(who):
                 # a rules file's contents are the project's orders to its agent ("run `pnpm install`"):
                 # like a loose address, only the gravest orders in it count
@@ -978,7 +988,8 @@ def _unwrapped(f: Field) -> str:
                     j += 1
             o = j if f.prep is None else f.orig_span(j, j + 1)[0]
             ch = raw[o : o + 1]
-            if "a" <= ch <= "z" or (ch == "`" and j > k + 1) or (ch == "(" and "a" <= raw[o + 1 : o + 2] <= "z"):
+            if "a" <= ch <= "z" or (ch == "`" and j > k + 1) or (ch == "(" and "a" <= raw[o + 1 : o + 2] <= "z") or \
+                    (ch == "@" and j > k + 1 and "a" <= raw[o + 1 : o + 2].lower() <= "z"):  # ("send both to\n   @it-ops")
                 parts.append(low[prev:k])
                 parts.append(" " * (j - k))  # (same length: every position stays valid)
                 prev = j
@@ -1119,7 +1130,8 @@ def _in_path(low: str, i: int) -> bool:
         if k >= 0:
             z = k
     run = low[a:z]
-    return run.count("/") >= 2 or "\\" in run
+    # (or a file's name: "claude_desktop_config.json", "agent-rules.yaml")
+    return run.count("/") >= 2 or "\\" in run or _FILE_NAME_RUN.fullmatch(run.rstrip(".,;:)")) is not None
 
 
 def _attribution(low: str, i: int) -> bool:
@@ -1145,6 +1157,11 @@ _TO_RECIPIENT = re.compile(
     # "post them as a comment on GitHub issue acme/site#1": where anyone reading the issue sees them
     r"|\b(?:post|add|append|leave|share|paste|publish)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+as\s+(?:an?\s+)?"
     r"(?:new\s+|public\s+|review\s+|pr\s+|issue\s+)?(?:comment|reply|message|post|note)\b"
+    # "posting the repository's NPM_TOKEN … as a review comment on this PR", "include the values of … in a
+    # collapsed block at the end of the review comment": where everyone who reads the pull request sees them
+    r"|\b(?:post|posting|add|adding|append|appending|leave|leaving|share|sharing|paste|pasting|publish|publishing|"
+    r"include|including|put|putting)\s+(?:[^.;]|\.(?=\S)){0,150}?\b(?:as|in|into|to)\s+(?:[^.;]{0,60}?\b)?(?:a|an|the|your|"
+    r"this)\s+(?:new\s+|public\s+)?(?:review|pr|pull\s+request|issue|merge\s+request)\s+(?:comment|reply)\b"
     # "include them in the onboarding form field "legacy_keys"": a form the text's author receives
     r"|\b(?:include|put|enter|fill|paste|add|type)\w*\s+(?:them|it|those|these|all\s+of\s+them)\s+(?:in|into)\s+"
     r"(?:the\s+|our\s+|this\s+|their\s+)?(?:[\w-]+\s+){0,2}?(?:form|questionnaire|survey|spreadsheet)\b"
@@ -1230,9 +1247,15 @@ _THIS_TOOL = re.compile(r"\b(?:this|that|the|your)\s+(?:[\w-]+\s+){0,2}?(?:tool|
 _EXPLAINS_BIDI = re.compile(r"\bbidi\b|u\+202[a-e]|u\+206[6-9]|right-to-left\s+(?:override|mark|isolate)")
 _HEADING = re.compile(r"\s*(#{1,6})[ \t]")
 _NEXT_HEADING = {n: re.compile(rf"\n#{{1,{n}}}[ \t]") for n in range(1, 7)}
-_HUMAN_AGENT_LABEL = re.compile(r"\bagent\s+(?:reply|replied|response|responded)\b")
+_HUMAN_AGENT_LABEL = re.compile(r"\bagent\s+(?:reply|replied|response|responded)\b"
+                                # "[Agent Tomás] Checked mail logs:": a support agent's name tag
+                                r"|\[\s*(?:support\s+|human\s+|live\s+)?agent\s+(?!(?:instructions?|notes?|only|directives?|"
+                                r"hints?|messages?|tasks?|mode|guidance)\b)[^\W\d_]{2,20}(?:[ .-][^\W\d_]{1,20})?\s*\]")
 _SAMPLE_LABEL_BEFORE = re.compile(r"(?<![\w.@/-])(?:example|sample|e\.g\.|typical|default|such\s+as|like)[ \t]+\S?$")
 _SECRET_ENV = re.compile(r"key|token|secret|passw|credential|auth")
+_PEOPLE_AND = re.compile(r"\b(?:clients?|users?|developers?|operators?|teams?|integrators?|maintainers?)"
+                         r"\s+(?:and|&)\s+(?:ai\s+)?(?:agents?|assistants?|bots?|llms?)\b")
+_FILE_NAME_RUN = re.compile(r"[(\"'`]?[\w-]+[_-][\w.-]*\.(?:json|ya?ml|toml|md|txt|py|js|ts|cfg|conf|ini|xml|lock)")
 _JOINED_WORDS = re.compile(r"[a-z][^\s\"'<>]{29,}")
 _SINGLE_QUOTE_OPENS = re.compile("(?:^|[\\s:(,])['\u2018]$")
 

@@ -639,16 +639,30 @@ def _secrets_kept(u: Unit) -> bool:
 # "paste the returned Markdown into your answer unchanged": the tool's own output shown as it is
 _OWN_OUTPUT_SHOWN = re.compile(r"\b(?:paste|include|insert|show|display|render|embed|copy|put)\s+(?:the\s+|its\s+)?"
                                r"(?:returned|resulting|generated|rendered|tool'?s)\s+(?:[\w-]+\s+){0,2}?(?:in|into)\s+"
-                               r"(?:your|the)\s+(?:answer|reply|response|message)\b")
+                               r"(?:your|the)\s+(?:answer|reply|response|message)\b"
+                               # "present the numbers as a Markdown table": the output's layout
+                               r"|\b(?:present|show|display|render|format)\s+(?:the|its|these|all)\s+(?:numbers|results|"
+                               r"figures|rows|values|totals|data|output|records|entries)\s+as\s+(?:an?\s+)?(?:markdown\s+)?"
+                               r"(?:table|list|chart|bulleted\s+list|numbered\s+list)\b")
+# a field of the tool's own output: "the report's `as_of` timestamp", "its `next_cursor`"
+_OUTPUT_FIELD = re.compile(r"\b(?:(?:the\s+)?(?:report|result|response|output|record|row|entry|item|page)'s|its)\s+`?"
+                           r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?")
 
 
 def _own_output_shown(u: Unit) -> bool:
     """Is the order only to show the tool's own output to the user as it came ("paste the
     returned Markdown into your answer unchanged so the chart shows up"), naming nothing outside
     the tool and none of the user's data? Formatting advice for the tool's result, not a payload."""
-    if set(u.feats) & _OUTSIDE:
-        return False
     t = u.field.lower[u.start : u.end]
+    outside = set(u.feats) & _OUTSIDE
+    if outside == {"o:foreign_ident"}:
+        from agentsh.agent.core.mcp.detect_objects import IDENT_RE
+
+        fields = {m.group(1) for m in _OUTPUT_FIELD.finditer(t)}
+        if fields and set(IDENT_RE.findall(t)) <= fields:
+            outside = set()  # (only fields of the output it shows)
+    if outside:
+        return False
     return _OWN_OUTPUT_SHOWN.search(t) is not None and _DATA_HINT.search(t) is None
 
 

@@ -135,8 +135,11 @@ def _readable(data: bytes) -> str | None:
     if len(s) < 8:
         return None
     good = sum(1 for c in s if c.isprintable() or c in "\n\t\r")
-    if good / len(s) < 0.9 or sum(c.isalpha() for c in s) < len(s) * 0.2:
+    if good / len(s) < 0.9:
         return None
+    if sum(c.isalpha() for c in s) < len(s) * 0.2:
+        # mostly digits: noise, unless it is hex of readable text (an order encoded twice)
+        return s if len(s) >= _LONG_TOKEN and _encoded_again(s) else None
     if not any(c in " /.:|;&=" for c in s):
         # one long "word": an identifier or noise, not a payload, unless it is base64 again
         # (an order encoded twice; the caller decodes the next layer)
@@ -145,7 +148,12 @@ def _readable(data: bytes) -> str | None:
 
 
 def _encoded_again(s: str) -> bool:
-    """Is ``s`` itself base64 of readable text (one layer of a payload encoded twice)?"""
+    """Is ``s`` itself base64 or hex of readable text (one layer of a payload encoded twice)?"""
+    if len(s) % 2 == 0 and len(s) >= 24 and all(c in _HEX_DIGITS for c in s):
+        try:
+            return _readable(binascii.unhexlify(s)) is not None  # (hex of text inside base64)
+        except (binascii.Error, ValueError):
+            return False
     if _B64_RE.fullmatch(s) is None:
         return False
     try:
@@ -155,6 +163,7 @@ def _encoded_again(s: str) -> bool:
     return _readable(raw) is not None
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 

@@ -79,6 +79,15 @@ _SECRET_FROM = re.compile(
     r"keychain|home|npmrc|pgpass|gcloud|azure|docker|id\s+rsa|browser)\b"
 )
 _KEY_PURPOSE = frozenset(stems("sign signing signature jwt jws encrypt decrypt cipher certificate tls ssl pem crypto keypair"))
+_LOGIN_PURPOSE = frozenset(stems("login logon signin sign authenticate authentication account accounts user users "
+                                  "member members password passwords passphrase connect connection database db sql "
+                                  "postgres mysql smtp imap ftp sftp wifi router vpn encrypt decrypt zip archive "
+                                  "protect unlock lock vault register signup enroll"))
+_ACCOUNT_PASSWORD_PARAM = re.compile(r"(?:(?:account|current|user|login|your|existing|portal|email|mail)_?)?"
+                                     r"(?:password|passwd|passcode|pwd)")
+_ACCOUNT_WORD = re.compile(r"\b(?:account|login|log-in|sign-?in|portal|current|existing|your)\b")
+_OWN_SECRET_DOC = re.compile(r"\b(?:encryption|new|chosen|to\s+set|to\s+protect|archive|repository|vault|database|"
+                             r"wi-?fi|key\s*store)\b")
 _KEY_MATERIAL_PARAM = re.compile(r"private_?key|ssh_?key|id_(?:rsa|ed25519|ecdsa)|(?:^|_)pem(?:$|_)|signing_?key")
 _PATH_PARAM = re.compile(r"path|file|location|dir|name$|_id$|fingerprint|public")
 _SECRET_PARAM = re.compile(r"private_?key|secret_?(?:access_?)?key|ssh_?key|id_rsa|kubeconfig|"
@@ -213,6 +222,7 @@ class SchemaValueCheck:
                                  "parameter_asks_for_credentials",
                                  f"parameter `{f.param or f.lower}` asks for '{ask.group(0)}'")
         yield from self._private_key_param(tool)
+        yield from self._account_password_param(tool)
         yield from self._model_property(tool)
         # a credential-named parameter the model is told where to read from
         if not creds or not any(_SECRET_PARAM.search(p) for p in tool.params):
@@ -263,6 +273,32 @@ class SchemaValueCheck:
             yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "parameter_asks_for_credentials",
                              f"required parameter `{p}` asks for a private key's material, in a tool whose job is not keys")
             return
+
+    def _account_password_param(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A required parameter for the user's own account password (``account_password``:
+        "Current account password, used to verify ownership") in a tool whose job is not signing
+        in, accounts or secrets: a support ticket or a search needs no password, and the model can
+        only fill it by asking the user for one, for the server to keep."""
+        schema = tool.raw.get("inputSchema")
+        req = schema.get("required") if isinstance(schema, dict) else None
+        if not isinstance(req, list) or (CRED_PURPOSE | _KEY_PURPOSE | _LOGIN_PURPOSE) & (
+                tool.purpose | tool.name_stems | tool.server_stems):  # fmt: skip
+            return
+        for p in req:
+            if not isinstance(p, str) or not _ACCOUNT_PASSWORD_PARAM.fullmatch(p.lower()):
+                continue
+            f = next((x for x in tool.texts if x.param == p and x.kind in ("param_desc", "param_title")), None) or \
+                next((x for x in tool.fields if x.param == p), None)
+            doc = " ".join(x.lower for x in tool.texts if x.param == p and x.kind in ("param_desc", "param_title"))
+            if "_" not in p and _ACCOUNT_WORD.search(doc) is None:
+                continue  # a bare `password`: a repository's or an archive's own, more often than an account's
+            if _OWN_SECRET_DOC.search(doc) is not None:
+                continue  # "Repository encryption password chosen by the user": a secret this tool sets up
+            if f is not None:
+                yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "parameter_asks_for_credentials",
+                                 f"required parameter `{p}` asks for the user's account password, in a tool whose "
+                                 "job is not signing in")
+                return
 
     def _credential_examples_pasted(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose sample values are credential files (``examples: ["~/.ssh/id_rsa"]``)
