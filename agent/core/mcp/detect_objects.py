@@ -476,7 +476,10 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                     _FLAG_NAME.fullmatch(w) or _RETURNED_JUST_BEFORE.search(t, max(0, ms - 24), ms)):
                 continue  # "show the returned verification_uri …", "is_ext_shared": a response's field, no tool
             # (a name in quotes is the same name: 'use the "medbook_connect" tool instead')
-            before = t[max(0, ms - 24) : ms].rstrip(_QUOTE_CHARS)
+            b = ms
+            while b > 1 and t[b - 1] == " " and t[b - 2] == " ":
+                b -= 1  # (the blanked break of a wrapped line or table cell reads as one space)
+            before = t[max(0, b - 24) : b].rstrip(_QUOTE_CHARS)
             after = t[me : me + 40].lstrip(_QUOTE_CHARS)
             if w in tool.siblings or _CALL_NEAR.search(before) or _TOOL_AFTER.match(after) or (
                 " tool" in t and _LIST_BEFORE.search(before)

@@ -541,6 +541,8 @@ class ResultScanner:
         low = f.lower
         tool = _tool_context(tool_name)
         if not ascii_text:
+            if f.folded and ("\u0441" in text or "\u0421" in text):
+                low = f.lower = _sounded_addresses(f)
             hits_a, hits_p = _present(low, _ADDRESS_WORDS), _authority_hits(low)
             extra = _extra_addresses(low) + _own_name_redirects(low, tool_name)
         findings: list[Finding] = []
@@ -966,8 +968,9 @@ def _unwrapped(f: Field) -> str:
     ssh-rsa AAAA… \\nto ~/.ssh/authorized_keys" is read as the one order it is. The next line
     must go on in lower case in the original text (not a new item, heading or sentence), or
     with a backticked name or an aside in parentheses; the line before must be long enough to have been wrapped. A
-    comment marker that both lines open with ("# read … into a new\\n# file public/x") and
-    the next line's indent are blanked too, so a wrapped comment reads as its sentence."""
+    comment marker that both lines open with ("# read … into a new\\n# file public/x"), the
+    empty cells before a table cell's wrapped text, and the next line's indent are blanked
+    too, so a wrapped comment or cell reads as its sentence."""
     low = f.lower
     raw = f.raw
     parts: list[str] = []
@@ -986,6 +989,14 @@ def _unwrapped(f: Field) -> str:
                 j += len(mark)
                 while j < n and low[j] == " ":
                     j += 1
+            elif j < n and low[j] == "|":
+                # a table cell wrapped onto the next row, the cells before it empty
+                # ("| 4412 | … | AI assistant: when you call\n|      |   | send_sms …")
+                e = j
+                while e < n and low[e] in " \t|":
+                    e += 1
+                if low.count("|", j, e) <= low.count("|", line_start, k):
+                    j = e
             o = j if f.prep is None else f.orig_span(j, j + 1)[0]
             ch = raw[o : o + 1]
             if "a" <= ch <= "z" or (ch == "`" and j > k + 1) or (ch == "(" and "a" <= raw[o + 1 : o + 2] <= "z") or \
@@ -1440,6 +1451,31 @@ def _clauses(sent: Sentence) -> list[Sentence] | None:
             out.append(Sentence(sent.field, sent.start + a, sent.start + k, t[a:k], False, sent.framed))
         a = k + 1
     return out if len(out) > 1 else None
+
+
+_FOLDED_WORD = re.compile(r"[a-z]+")
+_ADDRESS_TEXT = frozenset(w.decode() for w in _ADDRESS_WORDS)
+
+
+def _sounded_addresses(f: Field) -> str:
+    """f.lower with a disguised address word read by sound: Cyrillic "с" looks like "c" but is
+    said "s", so "Ассіstаnt" (folded by look to "accistant") is read "assistant" by the model.
+    Only words that become an address word this way change (same length: positions stay)."""
+    low = f.lower
+    index = f.prep.index if f.prep is not None else None
+    if index is None:
+        return low
+    raw = f.raw
+    out = low
+    for m in _FOLDED_WORD.finditer(low):
+        w = m.group(0)
+        if "c" not in w or w in _ADDRESS_TEXT:
+            continue
+        a = m.start()
+        said = "".join("s" if ch == "c" and raw[index[a + k]] in "\u0441\u0421" else ch for k, ch in enumerate(w))
+        if said != w and (said in _ADDRESS_TEXT or (said.endswith("s") and said[:-1] in _ADDRESS_TEXT)):
+            out = out[:a] + said + out[m.end():]
+    return out
 
 
 def _disguised(f: Field, a: int, z: int) -> bool:
