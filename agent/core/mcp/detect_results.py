@@ -1458,8 +1458,9 @@ _ADDRESS_TEXT = frozenset(w.decode() for w in _ADDRESS_WORDS)
 
 
 def _sounded_addresses(f: Field) -> str:
-    """f.lower with a disguised address word read by sound: Cyrillic "с" looks like "c" but is
-    said "s", so "Ассіstаnt" (folded by look to "accistant") is read "assistant" by the model.
+    """f.lower with a disguised address word read by sound: Cyrillic "es" (U+0441) looks like "c"
+    but is said "s", so "Assistant" spelled with it (folded by look to "accistant") is read
+    "assistant" by the model.
     Only words that become an address word this way change (same length: positions stay)."""
     low = f.lower
     index = f.prep.index if f.prep is not None else None
