@@ -26,7 +26,7 @@ from agentsh.agent.core.mcp.detect_text import KeyMemo
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "fix", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "explain", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe", "stop", "schedule", "book", "prefetch", "preload"]
+    ["run", "fix", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "explain", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe", "stop", "schedule", "book", "prefetch", "preload", "truncate", "wipe", "erase", "purge", "shred"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -159,7 +159,10 @@ ADDRESS_RE = re.compile(
     r"may\s+not|must\s+not|should\s+not|is\s+(?:required|expected)\s+to)\b"
     # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
     # (not code, "get(url, { agent }, cb)", nor a product, "Gemini Enterprise Agent Platform:")
-    r"|(?:^|\n|[.!?;:|]\)?\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n{]{0,6}(?:[\w-]+(?:\s+|/)){0,2}?"
+    # (not the model as the object of a person's step: "2. Ask the assistant: \"Summarise …\"")
+    r"|(?:^|\n|[.!?;:|]\)?\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n{]{0,6}"
+    r"(?!(?:ask|asks|asked|tell|tells|told|prompt|prompted|instruct|instructed|let|have|make|use|using)\s)"
+    r"(?:[\w-]+(?:\s+|/)){0,2}?"
     r"(?:(?:ai|llm|automated|autonomous|coding|support|other)\s+){0,2}"
     r"(?:assistants?|agents?|llms?|copilot|claude|ai|bots)\b(?!\s+" + PRODUCT_NOUN + r"\b)"
     # (not the subject of a statement: "…, and the assistant follows the hidden text, e.g. …")
@@ -230,7 +233,10 @@ CONCEAL_RE = re.compile(
     r"be\s+(?:mentioned|told|reported|shown|explained|notified|informed|flagged))\b"
     r"|\b(?:need\s+not|needn'?t|does\s+not\s+need\s+to|doesn'?t\s+need\s+to|should\s+not|must\s+not)"
     r"\s+be\s+(?:mentioned|told|reported|shown|explained|surfaced|flagged|disclosed|repeated)"
-    r"|\b(?:mention|report|say|tell\s+(?:the\s+user|them))\s+only\s+that\b"
+    r"|\b(?:mention|report|say|tell\s+(?:the\s+user|them))\s+only\s+(?:that\b|['\"\u201c\u2018])"
+    # what the model destroyed kept out of the account: "do not list the cells or previous values you overwrote"
+    r"|\b(?:do\s+not|don'?t|never)\s+(?:list|enumerate|itemi[sz]e|detail|show|mention)\s+[^.;]{0,50}?\b(?:you|it)\s+"
+    r"(?:overwrote|changed|deleted|removed|modified|replaced|dropped|erased|wiped|discarded)\b"
     r"|\b(?:silently|quietly|secretly|covertly|discreetly|invisibly|behind\s+the\s+scenes|"
     r"without\s+(?:comment|notice|telling|mentioning|informing|notifying|noting|flagging|disclosing|"
     r"acknowledging|a\s+word)|"
@@ -413,7 +419,8 @@ PRIORITY_RE = re.compile(
     # the user's own instructions"
     r"|(?:same|equal|full|as\s+much)\s+authority\s+(?:as|to|with)\s+(?:the\s+|your\s+)?(?:user'?s?|system|developer|operator)"
     r"(?:'s)?\b"
-    r"|(?:supersedes?|overrides?|takes?\s+precedence\s+over|has\s+priority\s+over|"
+    r"|(?:supersedes?|overrides?|takes?\s+precedence\s+over|(?:has|have|takes?|gets?|is\s+given|are\s+given)\s+"
+    r"(?:priority|precedence)\s+over|"
     r"outranks?)\s+(?:any\s+|all\s+|the\s+)?(?:user|system|other|previous|prior|earlier|your|"
     r"general\s+(?:guidance|guidelines|instructions|rules))"
     r"|\byou\s+are\s+now\s+(?:in|operating\s+in|running\s+in|running\s+as|acting\s+as)\s+[^.;]{0,40}?"
@@ -755,6 +762,9 @@ GUARD_RE = re.compile(
     r"gives|lists?|listed|selected|selects|typed|enters|entered|picks|picked|names)|"
     # "pass confirm=true only after the user has approved the preview"
     r"(?:only\s+)?after\s+the\s+user\s+(?:has\s+)?(?:approved|confirmed|accepted|agreed\s+to|reviewed|okayed)|"
+    # "show the exact command to the user and run it only after they confirm"
+    r"only\s+(?:after|once|when|if)\s+(?:they|the\s+user)\s+(?:have\s+|has\s+)?(?:confirm(?:ed|s)?|approve[ds]?|"
+    r"agree[ds]?|accept(?:ed|s)?|okay(?:ed|s)?|say\s+yes|says\s+yes)|"
     r"user-(?:provided|supplied|chosen|specified)|(?:ask|confirm\s+with)\s+the\s+user\s+"
     r"(?:for\s+confirmation\s+)?before|confirm\s+(?:[\w/.-]+\s+){0,4}?with\s+the\s+user|"
     r"ask\s+the\s+user\s+(?:for\s+(?:confirmation|approval|permission)|to\s+confirm|first)|"
@@ -865,7 +875,9 @@ SECRET_RE = re.compile(
     r"connection\s+strings?|client\s+certificates?|kubeconfig|signing\s+keys?|license\s+keys?|"
     r"(?:saved|stored)\s+(?:payment\s+methods?|cards?|logins?)|card\s+numbers?|cvv|cvc|"
     r"(?:online[\s-]banking|banking|bank|card|atm|account|security)\s+pins?|pin\s+(?:codes?|numbers?)|"
-    r"credit[\s_-]card[\s_-]numbers?)\b"
+    r"credit[\s_-]card[\s_-]numbers?|"
+    # files kept out of version control are where .env and keys live
+    r"(?:git[\s-]?)?ignored\s+files|files\s+(?:listed\s+)?in\s+\.gitignore)\b"
     r"|(?:mot\s+de\s+passe|passwort|kennwort|zugangsdaten|contraseña|credenciales|"
     r"wachtwoord|пароль|ключ|токен|パスワード|トークン|秘密鍵|密码|密碼|令牌|密钥|私钥)"
 )
@@ -991,6 +1003,9 @@ _CUE_THEN_TO = re.compile(r"\s+(?:to|into|onto|via|through)\s+(?:the\s+|an?\s+)?
 _QUOTE_AFTER = re.compile("\\s*(?:[:\"'`\u201c\u2018]|$)")
 
 
+_SO_ORDER = re.compile(r"(?:,|;)\s+(?:so|then|and\s+then|therefore|hence)\s+(?:please\s+|just\s+)?([a-z]+)\b")
+
+
 def _is_mention(sentence: str, start: int) -> bool:
     full = sentence[max(0, start - 200) : start]
     if MENTION_LABEL.match(full):
@@ -1032,9 +1047,10 @@ def _is_mention(sentence: str, start: int) -> bool:
         return False
     if _CLOSED_INSERT.match(before, last.end()):
         return False  # "forward the mails, including attachments, to x@y": the insert is closed
-    # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"')
+    # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"'), unless an
+    # order follows from the cue's clause ("the API rejects role-based sessions, so read ~/.aws/…")
     if len(before) - last.end() <= 30:
-        return True
+        return not any(m.group(1) in IMPERATIVE_VERBS for m in _SO_ORDER.finditer(before, last.end()))
     between = before[last.end() :]
     if (oq := _OPEN_QUOTE_AFTER_CUE.match(before, last.end())) is not None and \
             _CLOSING_QUOTE.get(q := oq.group(1), q) not in before[oq.end() :]:  # fmt: skip

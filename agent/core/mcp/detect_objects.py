@@ -209,7 +209,7 @@ _TLD_WORDS = frozenset(_TLDS.split("|"))
 _PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "profile", "kube", "kubeconfig", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "dsa", "shadow", "passwd", "sudoers", "crontab", "cron", "hooks", "workflows", "vscode", "cursor", "claude", "mcp", "gitconfig", "pem", "credentials", "cookies", "environ", "history", "yarnrc", "condarc", "envrc"])  # fmt: skip
 _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
 _DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
-_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license", "secretaccesskey", "accesskeyid", "secretkey"])  # fmt: skip
+_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license", "secretaccesskey", "accesskeyid", "secretkey", "ignored", "gitignored", "gitignore"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review", "thread"])  # fmt: skip
 _EXT_WORDS = frozenset(["connect", "external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
@@ -462,6 +462,16 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
             o = Obj("tool", name, m.start(1), m.end(2), "other_server", srv, o.topic)
         add(o)
+    # "with the fasttrip.book tool": server.tool in plain words, named a tool
+    for m in _DOTTED_NAMED_TOOL.finditer(t) if "." in t and " tool" in t else ():
+        srv, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        ms, me = m.span()
+        if _overlaps(taken, ms, me) or _FILE_EXT.search("." + name) or name in _NOT_TOOL_NAME:
+            continue  # (not "… across zones.This tool …": a sentence run into the next)
+        o = _tool_obj(name, ms, me, t, tool, own)
+        if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
+            o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
+        add(o)
     if "_" in t or (" tool" in t and "-" in t):
         for w, ms, me in _IDENTS(t):
             if _overlaps(taken, ms, me):
@@ -536,6 +546,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         for m in SERVER_RE.finditer(t):
             g = next((x for x in m.groups() if x), "")
             name = g.strip().lower()
+            if name.endswith(" mcp"):
+                name = name[:-4]  # "on the dbproxy-cloud MCP server": the name before the kind
             if name in _NOT_SERVER or (tool.server and name == tool.server.lower()):
                 continue
             words = [stem(x) for x in _SPACE_DOT_DASH.split(name) if x]
@@ -744,6 +756,11 @@ _VALUE_TO = re.compile(r"\b(?:set|equal|equals|assigned|initiali[sz]ed|defaults?
 _WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")
 # named arguments after the name: "billing.apply_credit account=\"cus_1\" amount=1500" is a call
 _ARGS_AFTER = re.compile(r"\s+[a-z_][a-z0-9_]{0,30}\s*=\s*[\"'\w]")
+_NOT_TOOL_NAME = frozenset(("this", "that", "these", "those", "the", "its", "each", "every", "any", "all", "our",
+                            "your", "use", "uses", "using", "one", "another", "other", "new", "same"))
+_DOTTED_NAMED_TOOL = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,40})(?=\s+tools?\b)"
+                                # "das Tool contacts.export mit …", "the tool crm.export": the word before
+                                r"|(?<=\btool\s)([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,40})(?![\w/@-]|\.\w)")
 _DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)"
                              # (a server name with "_", which no host has: "helix_scheduler.book")
                              r"|(?<![\w./@$-])([a-z][a-z0-9]*_[\w-]{1,40})\.([a-z][a-z0-9]{2,40})(?![\w/@-]|\.\w)")

@@ -560,7 +560,8 @@ def scored_findings(model: Model, tool: ParsedTool, findings: list[Finding]) -> 
     if sev == "high" and own_only:
         sev = "medium"  # the order's only object is this server's own workflow
     protective = _protective(u) or _attribution(tool, u) or _job_host_only(tool, u) or \
-        _own_login_file_only(tool, u) or _param_usage(u) or _own_output_shown(u) or _secrets_kept(u)
+        _own_login_file_only(tool, u) or _param_usage(u) or _own_output_shown(u) or _secrets_kept(u) or \
+        _shown_then_confirmed(u)
     if sev == "high" and protective:
         sev = "medium"  # the order keeps the user in control ("get an explicit 'yes' first")
     why = why_line(model, tool, u, p)
@@ -610,6 +611,23 @@ def _protective(u: Unit) -> bool:
         return False
     t = u.field.lower[u.start : u.end]
     return PROTECTIVE_RE.search(t) is not None and not consent_bypass(t)
+
+
+def _shown_then_confirmed(u: Unit) -> bool:
+    """Does the next sentence have the command shown to the user and run only once they agree
+    ("For bun this is `curl … | bash`. Show the command to the user and run it only once they
+    approve.")? An installer that names its vendor's command leaves the decision to the user."""
+    low = u.field.lower
+    nxt = low[u.end : u.end + 240]
+    m = _SHOW_AND_CONFIRM.match(nxt)
+    return m is not None and not consent_bypass(m.group(0))
+
+
+_SHOW_AND_CONFIRM = re.compile(
+    r"\s*(?:then\s+)?(?:always\s+)?(?:show|display|present|print)\s+(?:the\s+|this\s+)?(?:exact\s+|full\s+)?"
+    r"(?:command|script|it)\b[^.;]{0,60}?\b(?:only\s+(?:after|once|when|if)\s+(?:they|the\s+user)\s+(?:have\s+|has\s+)?"
+    r"(?:confirm\w*|approve\w*|agree\w*|accept\w*|say\s+yes|says\s+yes)|after\s+(?:the\s+user'?s?|their)\s+"
+    r"(?:confirmation|approval|consent))")
 
 
 # "API tokens and signing keys must not be disclosed to anyone": a prohibition that protects secrets

@@ -68,6 +68,8 @@ _CLOUD_GRANT = re.compile(r"\biam\s+(?:attach|put)-(?:user|group|role)-policy\b|
                           r"\biam\s+update-assume-role-policy\b|add-iam-policy-binding\b|"
                           r"\brole\s+assignment\s+create\b|administratoraccess|roles/(?:owner|editor)\b",
                           re.IGNORECASE)
+# package managers whose `run` starts a script or command of the project itself
+_PROJECT_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun", "uv", "poetry", "pdm", "hatch", "cargo"))
 _SECRET_VAR = re.compile(r"token|key|secret|pass|pwd|auth|cred|aws|session|cookie|dsn|database_url",
                          re.I)  # fmt: skip
 
@@ -340,6 +342,8 @@ def classify(text: str) -> Shell | None:
         if name in INSTALLERS:
             if name == "docker" and re.search(r"--privileged|-v\s+/:|--pid=host|--net=host", joined):
                 hit("privesc", "docker run --privileged / host mount")
+            elif name in _PROJECT_RUNNERS and args[:1] == ["run"] and not re.search(r"--with\b|@|://", joined):
+                hit("plain", f"{name} run")  # "uv run pytest -q", "npm run build": the project's own command
             elif name in ("npx", "uvx", "pipx") or re.search(
                 r"\b(?:install|i|add|get|run|pull|exec|dlx)\b", joined
             ):

@@ -2,8 +2,8 @@
 
 Orders *about* a peer tool are judged by the directive check (a peer is one
 of the objects an order can have). What is left here is the name itself: a
-tool whose name folds to a peer's (``read_file`` spelled with Cyrillic letters) is
-impersonation; the same name on another server with a copied description is
+tool whose name folds to a peer's (``read_file`` spelled with Cyrillic letters), or a
+server whose id folds to a peer's server, is impersonation; the same name on another server with a copied description is
 a likely clone; a plain mention of a peer is a low note.
 """
 
@@ -39,6 +39,17 @@ class PeerCheck:
         own_folded = prepare(own).lower
         desc = tool.description
         desc_lower = desc.lower if desc is not None else ""
+        srv = tool.server or ""
+        srv_folded = prepare(srv).lower if srv and not srv.isascii() else ""
+        if srv_folded and srv_folded != srv.lower():
+            # this server's own id spelled with look-alike letters of another script to pass for a
+            # server whose tools are listed too ("github" written with a Cyrillic i, beside github)
+            twin = next((p for p in tool.peers.values() if p.server and p.server.lower() == srv_folded), None)
+            if twin is not None:
+                yield Finding("shadowing", "critical", "impersonates_peer_server", "name", own, 0,
+                              f"{srv} ~ {twin.server}",
+                              f"server id {srv!r} is written with look-alike characters to pass for "
+                              f"{twin.server!r}")  # fmt: skip
         for pl, peer in tool.peers.items():
             if own_l != own_folded and pl == own_folded:
                 yield Finding("shadowing", "critical", "impersonates_peer_tool", "name", own, 0,

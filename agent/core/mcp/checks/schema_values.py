@@ -40,6 +40,11 @@ _SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forw
                          r"recipients?|viewers?|members?|collaborators?|grantees?|proxy|proxies|"
                          r"(?:share|send|post|upload|deliver|export|push|sync|report)_?to\b")  # fmt: skip
 # where a call puts what it sends or stores (a URL fixed there is where everything goes)
+# words of a domain name that say nothing of whose it is
+_GENERIC_DOMAIN_WORDS = frozenset(("mail", "email", "mailer", "smtp", "app", "api", "www", "web", "cloud", "online",
+                                   "net", "com", "org", "corp", "inc", "group", "service", "services", "reports",
+                                   "report", "backup", "notify", "secure", "support", "team", "hq"))
+_RECIPIENT_PARAM = re.compile(r"^(?:to|send_to|mail_to|email|email_to|address|addressee)$")
 _PLACE_PARAM = re.compile(r"endpoint|target|storage|bucket|remote|upstream|server_url|base_url|host")
 # where money goes, and an account's identifier (letters and digits, no spaces)
 _PAYEE_PARAM = re.compile(r"destination|payee|beneficiary|recipient|payout|iban|wallet|to_account|account_to|"
@@ -376,6 +381,9 @@ class SchemaValueCheck:
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
+            if only is None and isinstance(enum, list) and len(enum) > 1:
+                yield from self._recipients_of_one_outside_domain(tool, name, enum)
+                continue
             if not isinstance(only, str):
                 continue
             v = only.strip().lower()
@@ -390,6 +398,35 @@ class SchemaValueCheck:
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
                                  f"parameter `{name}` accepts only the address {only.strip()[:60]}")
+
+    def _recipients_of_one_outside_domain(self, tool: ParsedTool, name: str, enum: list[object]
+                                          ) -> Iterator[Finding]:  # fmt: skip
+        """A recipient parameter whose every allowed value is a mailbox of one domain that nothing
+        else in the definition names (``recipient``: enum ["reports@x-mail.com", "backup@x-mail.com"]
+        of "Email a generated report."): the user's choice of recipient is taken away, all of
+        them go to the same outside party. A support tool of the vendor names its own domain or
+        server and stays quiet."""
+        if _SINK_PARAM.search(name.lower()) is None and _RECIPIENT_PARAM.search(name.lower()) is None:
+            return
+        values = [v.strip().lower() for v in enum if isinstance(v, str)]
+        if len(values) != len(enum) or not all(EMAIL_RE.fullmatch(v) for v in values):
+            return
+        domains = {v.rsplit("@", 1)[1] for v in values}
+        if len(domains) != 1:
+            return
+        domain = domains.pop()
+        if _RESERVED_HOST.search(domain) is not None:
+            return
+        label = domain.rsplit(".", 2)[-2] if domain.count(".") >= 1 else domain
+        names = {w for w in re.split(r"[^a-z0-9]+", label) if len(w) >= 3} - _GENERIC_DOMAIN_WORDS
+        server = (tool.server or "").lower()
+        own_text = " ".join(x.lower for x in tool.texts if not (x.param == name and x.kind == "enum"))
+        if any(w in server or w in tool.name.lower() or re.search(r"\b" + w + r"\b", own_text) for w in names):
+            return  # the vendor's own mailboxes
+        f = next((x for x in tool.texts if x.param == name and x.kind == "enum" and x.lower.strip() == values[0]), None)
+        if f is not None:
+            yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
+                             f"parameter `{name}` accepts only addresses at {domain[:60]}, named nowhere else")
 
     def _fixed_right(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter that decides who may see or act (visibility, access, role …) whose only
