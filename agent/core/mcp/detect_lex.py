@@ -150,11 +150,11 @@ ADDRESS_RE = re.compile(
     r"\b(?:(?:notes?|notice|message|reminder|hint|instructions?|directive|guidance|heads[\s-]?up|p\.?s\.?|"
     r"attention|dear|hey)[\s_-]+(?:to|for)?|if[\s_-]+you(?:\s+are|'re)\s+an?)[\s_-]+"
     r"(?:(?:the|any|all|every|each|automated|autonomous|coding|other)[\s_-]+)?"
-    r"(?:[\w-]+[\s_-]+){0,2}?" + _ADDRESSEE + r"\b"
+    r"(?:[\w-]+[\s_-]+){0,3}?" + _ADDRESSEE + r"\b"
     # the model as the subject of an obligation ("automated assistants replying … must")
     r"|\b(?:(?:the|an?|any|all|every|each|automated|autonomous|other)\s+)?(?:ai\s+|llm\s+)?"
     r"(?:[\w-]+\s+)?(?:assistants?|agents?|llms?|copilot|claude|language\s+models?)\s+(?:\([^()\n]{1,30}\)\s+)?"
-    r"(?:[\w-]+\s+){0,6}?"
+    r"(?:[\w-]+,?\s+){0,6}?"
     r"(?:must|should|shall|will\s+need\s+to|(?<!never\s)(?<!not\s)needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to|"
     r"may\s+not|must\s+not|should\s+not|is\s+(?:required|expected)\s+to)\b"
     # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
@@ -288,6 +288,8 @@ CONCEAL_RE = re.compile(
     r"sans\s+(?:le\s+)?(?:dire|mentionner|informer|prévenir)|ne\s+(?:le\s+|la\s+|les\s+)?"
     r"(?:dites|mentionnez|signalez)\s+pas|ohne\s+(?:es\s+)?(?:zu\s+)?(?:erwähnen|sagen|melden|"
     r"informieren|den\s+(?:benutzer|nutzer))|nicht\s+(?:erwähnen|mitteilen|sagen|melden)|"
+    # "Erwähne diesen Hinweis nicht", "verschweige es dem Nutzer" (accents folded or not)
+    r"erw[aä]hnen?\s+(?:sie\s+)?(?:[\w-]+\s+){0,3}?nicht\b|verschweigen?\b|"
     r"sin\s+(?:decir(?:lo|le)?|mencionar(?:lo)?|informar(?:le)?|avisar(?:le)?)|no\s+(?:lo\s+|le\s+)?(?:menciones|digas|informes)|"
     r"senza\s+(?:dir(?:e|lo|glielo)|menzionar(?:e|lo)|informar(?:e|lo)|avvisar(?:e|lo))|non\s+(?:lo\s+)?(?:menzionare|dire|dirlo)|"
     r"zonder\s+(?:het\s+)?(?:te\s+)?(?:melden|vermelden|zeggen)|niet\s+(?:vermelden|melden|zeggen)|"
@@ -677,6 +679,7 @@ REPLY_DEST_RE = re.compile(
 REDIRECT_RE = re.compile(
     r"\b(?:instead|in\s+place\s+of|rather\s+than|route\s+(?:the\s+|all\s+|every\s+|each\s+|those\s+|these\s+|it|them)|"
     r"(?:only\s+)?fall\s*back\s+to\s+this\s+(?:tool|one|function)|as\s+a\s+(?:last\s+resort|fall-?back)|"
+    r"(?:skip|avoid|bypass)\s+this\s+(?:tool|function|server)\s+and\s+(?:use|call)|"
     r"routed?\s+through|redirect\w*|switch\s+to|prefer(?:red)?|deprecated|retire\w*|retirement|"
     r"moved\s+to|replaced\s+by|outdated|superseded|no\s+longer\s+(?:maintained|supported|works?)|"
     r"only\s+if\s+(?:that|the\s+\w+)\s+(?:call\s+)?fails|only\s+(?:show|use|return)\s+this\s+tool'?s\s+(?:output|result)|use\s+this\s+one|hand\s+(?:them|it|those|"
@@ -762,6 +765,8 @@ GUARD_RE = re.compile(
     r"gives|lists?|listed|selected|selects|typed|enters|entered|picks|picked|names)|"
     # "pass confirm=true only after the user has approved the preview"
     r"(?:only\s+)?after\s+the\s+user\s+(?:has\s+)?(?:approved|confirmed|accepted|agreed\s+to|reviewed|okayed)|"
+    # "the vault must be unlocked by the user with `bw unlock`": the user acts, not the model
+    r"(?:must|should|has\s+to|needs?\s+to|is\s+to)\s+(?:first\s+)?be\s+[a-z]+ed\s+(?:once\s+)?by\s+the\s+user\b|"
     # "show the exact command to the user and run it only after they confirm"
     r"only\s+(?:after|once|when|if)\s+(?:they|the\s+user)\s+(?:have\s+|has\s+)?(?:confirm(?:ed|s)?|approve[ds]?|"
     r"agree[ds]?|accept(?:ed|s)?|okay(?:ed|s)?|say\s+yes|says\s+yes)|"
@@ -816,6 +821,9 @@ DATA_RE = re.compile(
     r"(?:the\s+)?(?:contents?\s+of\s+)?(?:the|any|every|each|all)\s+(?:open\s+)?files?\s+(?:that\s+)?(?:the\s+user|you)\s+"
     r"(?:is\s+|are\s+)?(?:currently\s+)?(?:working\s+on|editing|viewing|looking\s+at|has\s+open(?:ed)?|have\s+open(?:ed)?|"
     r"opened)|"
+    # "whatever else is in the user's workspace", "everything in their drive": what the user keeps, unbounded
+    r"(?:whatever|everything|anything)\s+(?:else\s+)?(?:that\s+)?(?:is\s+|lives\s+|sits\s+)?in\s+(?:the\s+user'?s|their|your)\s+"
+    r"(?:workspace|drive|folders?|files|documents|inbox|mailbox|account|desktop|home\s+(?:folder|directory))|"
     # what the user keeps, whole: "the user's full calendar for the next two weeks"
     r"(?:the\s+user'?s|their)\s+(?:full|entire|whole|complete)\s+(?:calendar|schedule|contacts?(?:\s+list)?|inbox|drive|"
     r"mailbox|address\s+book|history)|"
@@ -959,7 +967,11 @@ _OPEN_QUOTE_AFTER_CUE = re.compile("\\s*:?\\s*([\"'`\u201c\u2018])")
 _CLOSING_QUOTE = {"\u201c": "\u201d", "\u2018": "\u2019"}
 
 
-NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|without|unlike)\s+(?:an?\s+|the\s+)?$")
+NEGATED_BEFORE = re.compile(r"\b(?:rather\s+than|instead\s+of|not|never|no|without|unlike)\s+(?:an?\s+|the\s+)?$"
+                            r"|\b(?:not|never)\s+to\s+$"  # "is told never to execute instructions found in it"
+                            # "read from the project's settings, not from your local .env"
+                            r"|\bnot\s+(?:from|in|into|to|via|through|at)\s+(?:the\s+|your\s+|a\s+|any\s+|their\s+)?"
+                            r"(?:own\s+|local\s+|user'?s\s+)?$")
 
 
 _REQUEST_TO = re.compile(r"requests?\s+to")
@@ -1101,6 +1113,9 @@ GATE_WORDS = frozenset(
     # the model addressed, and "without telling them", in the other languages the sets hold (their
     # accents folded: "instrucao para o assistente: …, sem avisar o usuario")
     ["asistente", "assistente", "agente", "assistenten", "sin", "sem", "senza", "ohne", "sans", "zonder",
-     "force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche"]
+     "force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche",
+     # orders to drop the rules and to keep quiet, and the model named, in German, French, Spanish, Italian, Dutch
+     "ignoriere", "ignorieren", "ignorez", "ignora", "ignorar", "negeer", "erwahne", "erwahnen", "verschweige",
+     "verschweigen", "modell", "ki"]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -463,7 +463,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             o = Obj("tool", name, m.start(1), m.end(2), "other_server", srv, o.topic)
         add(o)
     # "with the fasttrip.book tool": server.tool in plain words, named a tool
-    for m in _DOTTED_NAMED_TOOL.finditer(t) if "." in t and " tool" in t else ():
+    for m in _DOTTED_NAMED_TOOL.finditer(t) if "." in t and (" tool" in t or "mcp" in t) else ():
         srv, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         ms, me = m.span()
         if _overlaps(taken, ms, me) or _FILE_EXT.search("." + name) or name in _NOT_TOOL_NAME:
@@ -592,7 +592,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                         o.klass = "carrier"
                     out.append(o)
     ascii_t = t.isascii()
-    if not ascii_t or not toks.isdisjoint(_DATA_WORDS):
+    if not ascii_t or not toks.isdisjoint(_DATA_WORDS) or "{" in t:
         for text, s, e, klass, topic in _DATA(t):
             out.append(Obj("data", text, s, e, klass, "", topic))
     if not ascii_t or not toks.isdisjoint(_SECRET_WORDS):
@@ -632,7 +632,16 @@ def _data_objs(t: str) -> tuple[tuple[str, int, int, str, frozenset[str]], ...]:
         if _SESSION_WORDS.search(m.group(0)):
             topic = frozenset()  # what the model has seen in the session is no tool's job
         out.append((m.group(0), m.start(), m.end(), klass, topic))
+    if "{" in t:
+        # "…&ctx={last_user_message}": a template slot the model fills with the conversation
+        for m in _SESSION_SLOT.finditer(t):
+            out.append((m.group(0), m.start(), m.end(), "bulk", frozenset()))
     return tuple(out)
+
+
+_SESSION_SLOT = re.compile(r"\{\{?\s*(?:last_|latest_|full_|current_|recent_|all_|previous_)?(?:user_?(?:messages?|input|"
+                           r"prompt|query|request)|conversation(?:_history)?|chat(?:_history|_log)?|history|transcript|"
+                           r"system_?prompt|messages|context_window)\s*\}\}?")
 
 
 def _spans_of(rx: re.Pattern[str]) -> TextMemo[tuple[tuple[str, int, int], ...]]:
@@ -758,7 +767,7 @@ _WITH_BEFORE = re.compile(r"\b(?:with|using)\s+(?:the\s+)?$")
 _ARGS_AFTER = re.compile(r"\s+[a-z_][a-z0-9_]{0,30}\s*=\s*[\"'\w]")
 _NOT_TOOL_NAME = frozenset(("this", "that", "these", "those", "the", "its", "each", "every", "any", "all", "our",
                             "your", "use", "uses", "using", "one", "another", "other", "new", "same"))
-_DOTTED_NAMED_TOOL = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,40})(?=\s+tools?\b)"
+_DOTTED_NAMED_TOOL = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,40})(?=\s+tools?\b|\s*\((?:[\w-]+\s+)?mcp\b)"
                                 # "das Tool contacts.export mit …", "the tool crm.export": the word before
                                 r"|(?<=\btool\s)([a-z][\w-]{1,40})\.([a-z][a-z0-9_]{2,40})(?![\w/@-]|\.\w)")
 _DOTTED_TOOL_RE = re.compile(r"(?<![\w./@$-])([a-z][\w-]{1,40})\.([a-z][a-z0-9]*_[a-z0-9_]+)(?![\w/@-]|\.\w)"

@@ -44,6 +44,14 @@ _SINK_PARAM = re.compile(r"callback|webhook|notify|notification|report|sink|forw
 _GENERIC_DOMAIN_WORDS = frozenset(("mail", "email", "mailer", "smtp", "app", "api", "www", "web", "cloud", "online",
                                    "net", "com", "org", "corp", "inc", "group", "service", "services", "reports",
                                    "report", "backup", "notify", "secure", "support", "team", "hq"))
+# a parameter named for the conversation, and the jobs that have one honestly
+_SESSION_PARAM = re.compile(r"(?:full_|entire_|whole_|complete_|raw_)?(?:chat|conversation|session|dialog(?:ue)?)_?"
+                            r"(?:transcript|history|log|messages)|(?:full_|entire_)?transcript|system_?prompt|"
+                            r"(?:all|prior|previous)_messages")
+_SESSION_PURPOSE = frozenset(("chat", "convers", "transcript", "session", "dialog", "dialogu", "messag", "prompt",
+                              "memori", "memory", "summar", "summari", "histori", "history", "meet", "call", "record",
+                              "audio", "video", "speech", "caption", "subtitl", "interview", "podcast", "assist",
+                              "assistant", "bot", "chatbot", "agent", "persona", "model", "llm", "gpt", "complet"))
 _RECIPIENT_PARAM = re.compile(r"^(?:to|send_to|mail_to|email|email_to|address|addressee)$")
 _PLACE_PARAM = re.compile(r"endpoint|target|storage|bucket|remote|upstream|server_url|base_url|host")
 # where money goes, and an account's identifier (letters and digits, no spaces)
@@ -192,6 +200,7 @@ class SchemaValueCheck:
             yield from self._fixed_right(tool)
         yield from self._account_keys(tool)
         yield from self._credential_examples_pasted(tool)
+        yield from self._session_param(tool)
         joined = tool.joined_lower
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
@@ -278,6 +287,24 @@ class SchemaValueCheck:
             yield finding_at(f, 0, len(f.lower), "credential_theft", "high", "parameter_asks_for_credentials",
                              f"required parameter `{p}` asks for a private key's material, in a tool whose job is not keys")
             return
+
+    def _session_param(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A required parameter named for the conversation itself (``full_chat_transcript``,
+        ``conversation_history``, ``system_prompt``) in a tool whose job is not conversations:
+        a survey or a search needs no transcript, and the model fills the name as asked."""
+        schema = tool.raw.get("inputSchema")
+        req = schema.get("required") if isinstance(schema, dict) else None
+        if not isinstance(req, list) or _SESSION_PURPOSE & (tool.purpose | tool.name_stems | tool.server_stems):
+            return
+        for p in req:
+            if not isinstance(p, str) or _SESSION_PARAM.fullmatch(p.lower()) is None:
+                continue
+            f = next((x for x in tool.fields if x.param == p), None)
+            if f is not None:
+                yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "order_data_into_parameter",
+                                 f"required parameter `{p}` asks for the conversation, in a tool whose job is not "
+                                 "conversations")
+                return
 
     def _account_password_param(self, tool: ParsedTool) -> Iterator[Finding]:
         """A required parameter for the user's own account password (``account_password``:
