@@ -458,20 +458,14 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         srv, name = m.group(1), m.group(2)
         if _overlaps(taken, m.start(1), m.end(2)) or _FILE_EXT.search("." + name) or name in _TLD_WORDS:
             continue
-        o = _tool_obj(name, m.start(1), m.end(2), t, tool, own)
-        if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
-            o = Obj("tool", name, m.start(1), m.end(2), "other_server", srv, o.topic)
-        add(o)
+        add(_dotted_tool_obj(srv, name, m.start(1), m.end(2), t, tool, own))
     # "with the fasttrip.book tool": server.tool in plain words, named a tool
     for m in _DOTTED_NAMED_TOOL.finditer(t) if "." in t and (" tool" in t or "mcp" in t) else ():
         srv, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         ms, me = m.span()
         if _overlaps(taken, ms, me) or _FILE_EXT.search("." + name) or name in _NOT_TOOL_NAME:
             continue  # (not "… across zones.This tool …": a sentence run into the next)
-        o = _tool_obj(name, ms, me, t, tool, own)
-        if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
-            o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
-        add(o)
+        add(_dotted_tool_obj(srv, name, ms, me, t, tool, own))
     if "_" in t or (" tool" in t and "-" in t):
         for w, ms, me in _IDENTS(t):
             if _overlaps(taken, ms, me):
@@ -514,10 +508,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                         or _WITH_BEFORE.search(t, max(0, ms - 12), ms) or _ARGS_AFTER.match(t, me)):
                     continue
                 srv, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-                o = _tool_obj(name, ms, me, t, tool, own)
-                if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
-                    o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
-                add(o)
+                add(_dotted_tool_obj(srv, name, ms, me, t, tool, own))
     # a listed peer named server.tool, however plain its words ("schedule it with meetsync.schedule")
     for m in _SERVER_DOT_TOOL.finditer(t) if (tool.peers and "." in t) else ():
         ms, me = m.span()
@@ -838,6 +829,15 @@ def _from_template(t: str, s: int, pcs: frozenset[str]) -> frozenset[str]:
 def _path_obj(p: str, s: int, e: int, pcs: frozenset[str]) -> Obj:
     klass = next((k for k in ("cred", "persist", "system", "home") if k in pcs), "plain")
     return Obj("path", p, s, e, klass, "", path_topic(p), pcs)
+
+
+def _dotted_tool_obj(srv: str, name: str, ms: int, me: int, t: str, tool: ParsedTool, own: str) -> Obj:
+    """`server.tool` written out: the tool as judged by name, and, when it is no tool the model
+    knows and the server is not this one, a tool of that other server."""
+    o = _tool_obj(name, ms, me, t, tool, own)
+    if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
+        o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
+    return o
 
 
 def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> Obj:
