@@ -780,6 +780,12 @@ GUARD_RE = re.compile(
     r"[^.\x00]{0,40}\bfrom\s+the\s+user)|from\s+the\s+user'?s\s+(?:request|input|message))\b"
 )
 
+# a parameter that decides who may see or act, and its widest values ("visibility": "public",
+# "role": "owner"): read by the schema check and by the order analysis alike
+ACCESS_PARAM_RE = re.compile(r"(?:^|_)(?:visibility|access|sharing|share|privacy|acl|permissions?|role|audience|scope)(?:$|_)")
+BROAD_VALUE_RE = re.compile(r"(?:public(?:[-_]read(?:[-_]write)?)?|anyone(?:[-_]with[-_]link)?|everyone|world|all[-_]users|"
+                            r"admin(?:istrator)?|owner|root|superuser|\*)")
+
 # ------------------------------------------------------------------ data kinds
 
 # the user's or the session's data: what exfiltration wants

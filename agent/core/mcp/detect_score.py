@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsh.agent.core.mcp.detect_lex import (
+    GUARD_RE,
     PROTECTIVE_RE,
     SELF_SUBJECT,
     consent_bypass,
@@ -618,16 +619,12 @@ def _shown_then_confirmed(u: Unit) -> bool:
     ("For bun this is `curl … | bash`. Show the command to the user and run it only once they
     approve.")? An installer that names its vendor's command leaves the decision to the user."""
     low = u.field.lower
-    nxt = low[u.end : u.end + 240]
-    m = _SHOW_AND_CONFIRM.match(nxt)
-    return m is not None and not consent_bypass(m.group(0))
+    nxt = low[u.end : u.end + 240].split(". ", 1)[0]
+    return _SHOW_COMMAND.match(nxt) is not None and GUARD_RE.search(nxt) is not None and not consent_bypass(nxt)
 
 
-_SHOW_AND_CONFIRM = re.compile(
-    r"\s*(?:then\s+)?(?:always\s+)?(?:show|display|present|print)\s+(?:the\s+|this\s+)?(?:exact\s+|full\s+)?"
-    r"(?:command|script|it)\b[^.;]{0,60}?\b(?:only\s+(?:after|once|when|if)\s+(?:they|the\s+user)\s+(?:have\s+|has\s+)?"
-    r"(?:confirm\w*|approve\w*|agree\w*|accept\w*|say\s+yes|says\s+yes)|after\s+(?:the\s+user'?s?|their)\s+"
-    r"(?:confirmation|approval|consent))")
+_SHOW_COMMAND = re.compile(r"\s*(?:then\s+)?(?:always\s+)?(?:show|display|present|print)\s+(?:the\s+|this\s+)?"
+                           r"(?:exact\s+|full\s+)?(?:command|script|it)\b")
 
 
 # "API tokens and signing keys must not be disclosed to anyone": a prohibition that protects secrets

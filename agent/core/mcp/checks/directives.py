@@ -312,9 +312,6 @@ def _word_at(t: str, phrase: str) -> int:
 _INSTALL_FETCHED = re.compile(r"(?:[^.;]|\.(?!\s)){0,80}?\b(?:and|then)\s+(?:install|run|execute|source|load|import|unpack\s+and\s+run)\s+"
                               r"(?:it|them|that|the\s+(?:archive|package|script|file|binary|installer))\b")
 _PICK = re.compile(r"\b(?:use|choose|pick|select|set\s+(?:it\s+)?to)\s+['\"`]?([\w-]+(?:\.[\w-]+)*)")
-# a parameter that decides who may see or act, and its widest values
-_ACCESS_NAME = re.compile(r"(?:^|_)(?:visibility|access|sharing|share|privacy|acl|permissions?|audience)(?:$|_)")
-_WIDE_VALUE = re.compile(r"public(?:[-_]read(?:[-_]write)?)?|anyone(?:[-_]with[-_]link)?|everyone|world|all[-_]users")
 _OTHERS_FAIL = re.compile(r"\b(?:expire|expires|fail|fails|break|breaks|(?:are|is)\s+(?:broken|deprecated|disabled|"
                           r"unsupported|rejected)|(?:do|does)\s+not\s+work|don't\s+work|doesn't\s+work|no\s+longer\s+work|"
                           r"stopped\s+working)\b")
@@ -342,7 +339,7 @@ def _privileged_pick(t: str, tool: ParsedTool, pname: str, c: Cues) -> str:
     v = m.group(1).lower()
     values = {str(x).lower() for x in enum[:64]} if isinstance(enum, list) else set()
     broad = _PRIVILEGED_VALUE.search(v) is not None or (
-        _ACCESS_NAME.search(pname.lower()) is not None and _WIDE_VALUE.fullmatch(v) is not None)
+        lx.ACCESS_PARAM_RE.search(pname.lower()) is not None and lx.BROAD_VALUE_RE.fullmatch(v) is not None)
     if len(values) < 2 or v not in values or not broad:
         return ""
     a, z = _clause_at(t, m.start())  # (the pick's own clause: "…; the others remain only for …" is no condition)

@@ -17,7 +17,12 @@ from collections.abc import Iterator
 
 from agentsh.agent.core.mcp.checks import CheckContext, Finding, finding_at
 from agentsh.agent.core.mcp.checks.directives import DESTROY_ALL, speaks_to
-from agentsh.agent.core.mcp.detect_lex import ADDRESS_RE, is_mention
+from agentsh.agent.core.mcp.detect_lex import (
+    ACCESS_PARAM_RE,
+    ADDRESS_RE,
+    BROAD_VALUE_RE,
+    is_mention,
+)
 from agentsh.agent.core.mcp.detect_objects import (
     _RESERVED_HOST,
     CRED_PURPOSE,
@@ -72,10 +77,6 @@ _PICK_THIS = re.compile(r"\b(?:always\s+|only\s+)?(?:pick|choose|select|use)\s+t
                         r"\bauto-?approve[sd]?\b")
 _VALUE_ORDERS = ((DESTROY_ALL, "carries an order"), (_DESTROY_SQL, "carries a destructive statement"),
                  (_PRIV_SQL, "creates or widens an account's rights"), (_PICK_THIS, "tells the model to pick it"))
-# a parameter that decides who may see or do something, and the broader rights it can be fixed to
-_ACCESS_PARAM = re.compile(r"(?:^|_)(?:visibility|access|sharing|share|privacy|acl|permissions?|role|audience|scope)(?:$|_)")
-_BROAD_VALUE = re.compile(r"(?:public(?:[-_]read(?:[-_]write)?)?|anyone(?:[-_]with[-_]link)?|everyone|world|all[-_]users|"
-                          r"admin(?:istrator)?|owner|root|superuser|\*)")
 _MODEL_PROPERTY = re.compile(r"(?:^|_)(?:assistant|ai|llm|agent|model|copilot)_+(?:directives?|instructions?|notes?|"
                              r"policy|rules?|orders?|commands?)(?:$|_)")
 _CONTENTS_OF = re.compile(
@@ -460,13 +461,13 @@ class SchemaValueCheck:
         allowed value is a broader right ("visibility": enum ["public"]): whatever the user
         asks for, the photos go public or the role is admin."""
         for name, spec in tool.param_specs().items():
-            if _ACCESS_PARAM.search(name.lower()) is None:
+            if ACCESS_PARAM_RE.search(name.lower()) is None:
                 continue
             only = spec.get("const")
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
-            if not isinstance(only, str) or _BROAD_VALUE.fullmatch(only.strip().lower()) is None:
+            if not isinstance(only, str) or BROAD_VALUE_RE.fullmatch(only.strip().lower()) is None:
                 continue
             v = only.strip().lower()
             f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
