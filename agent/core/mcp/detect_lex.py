@@ -26,7 +26,7 @@ from agentsh.agent.core.mcp.detect_text import KeyMemo
 # base forms that start an order ("run …", "send …", "set …"); third-person forms
 # ("runs", "sends") describe what the tool does and are not here
 IMPERATIVE_VERBS = frozenset(
-    ["run", "fix", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "explain", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe", "stop", "schedule", "book", "prefetch", "preload", "truncate", "wipe", "erase", "purge", "shred"]
+    ["run", "fix", "overwrite", "perform", "acknowledge", "execute", "exec", "call", "invoke", "use", "send", "post", "fetch", "read", "write", "append", "add", "create", "set", "pass", "put", "include", "copy", "paste", "upload", "forward", "resolve", "ping", "notify", "tell", "say", "inform", "open", "print", "install", "start", "warm", "edit", "merge", "modify", "replace", "route", "redirect", "submit", "hand", "take", "encode", "hex-encode", "base64-encode", "url-encode", "attach", "report", "show", "display", "respond", "answer", "reply", "ask", "prefer", "switch", "query", "request", "download", "save", "store", "log", "mail", "email", "cc", "bcc", "insert", "prepend", "prefix", "grant", "chmod", "export", "source", "update", "override", "keep", "leave", "omit", "hide", "skip", "ignore", "disregard", "forget", "treat", "consider", "assume", "pretend", "describe", "explain", "present", "state", "recommend", "steer", "mention", "reveal", "retry", "give", "provide", "supply", "fill", "populate", "stuff", "embed", "dump", "list", "collect", "gather", "verify", "confirm", "check", "make", "remember", "go", "visit", "navigate", "load", "render", "contact", "invite", "share", "publish", "push", "sync", "mirror", "delete", "remove", "disable", "enable", "approve", "accept", "follow", "apply", "look", "issue", "mark", "transfer", "pay", "change", "configure", "register", "activate", "authenticate", "authorize", "generate", "output", "return", "get", "obtain", "retrieve", "extract", "copy", "grab", "transmit", "deliver", "replay", "repeat", "put", "place", "drop", "clear", "rank", "recommend", "claim", "assure", "reassure", "estimate", "fabricate", "tunnel", "proxy", "prefix", "wrap", "escalate", "refresh", "pick", "choose", "select", "rewrite", "substitute", "close", "subscribe", "stop", "schedule", "book", "prefetch", "preload", "truncate", "wipe", "erase", "purge", "shred"]
 )
 
 # verbs that read or move data (the object is the source)
@@ -94,11 +94,11 @@ MODAL_RE = re.compile(
     r"(?=\w+ing\b|you\b)|kindly|we\s+ask\s+that\s+you|you'?ll\s+want\s+to|"
     # French, German, Spanish, Italian, Dutch, Portuguese
     r"doit|doivent|devez|dois|il\s+faut|veuillez|assurez-vous|obligatoire|toujours|jamais|"
-    r"muss|müssen|musst|sollte|sollen|bitte|stets|immer|niemals|unbedingt|erforderlich|"
+    r"muss|mussen|musst|sollte|sollen|bitte|stets|immer|niemals|unbedingt|erforderlich|"
     r"verpflichtend|stellen\s+sie\s+sicher|debe|debes|deben|siempre|nunca|obligatorio|"
-    r"asegúrate|asegurate|por\s+favor|hay\s+que|tienes\s+que|tiene\s+que|deve|devi|devono|"
+    r"asegurate|por\s+favor|hay\s+que|tienes\s+que|tiene\s+que|deve|devi|devono|"
     r"sempre|mai|obbligatorio|assicurati|per\s+favore|bisogna|moet|moeten|altijd|nooit|verplicht|"
-    r"zorg\s+ervoor|alsjeblieft|graag|precisa|precisam|obrigatório"
+    r"zorg\s+ervoor|alsjeblieft|graag|precisa|precisam|obrigatorio"
     r")\b"
     # Russian, Japanese, Chinese (no word boundaries in CJK)
     r"|(?:должен|должна|должны|необходимо|нужно|надо|всегда|никогда|обязательно|следует|"
@@ -121,7 +121,9 @@ NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn
 # subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
 CLAUSE_START_RE = re.compile(
     r"(?:^\W*\[{1,2}[a-z/][\w -]{1,20}\]{1,2}\s+|"  # (a tag before it: "[Superseded] Use `x` …", "[[agent-only]] Use …")
-    r"^[^a-z]*|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise|but)\s+|"
+    # (a sentence that goes on from the one before: "… to the root package.json:\n    "postinstall": …\nand
+    # overwrite the root .npmrc …")
+    r"^[^a-z]*(?:and\s+(?=[a-z]))?|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise|but)\s+|"
     r"[(\[]\s*|\s[-\u2013\u2014]\s+|\(\d{1,2}\)\s*|\s\d{1,2}[.)]\s+|"  # (a numbered step: "(1) call …")
     r"\s?\u2192\s*)"  # (a rule's action after an arrow: "events with … → book them with `x`"; not code's -> and =>)
     r"(?:please\s+|kindly\s+|also\s+|then\s+|first\s+|just\s+|simply\s+|now\s+|always\s+|still\s+|"
@@ -212,7 +214,7 @@ OVERRIDE_RE = re.compile(
     r"if\s+(?:the\s+)?user\s+(?:asks|requests|wants|chooses|picks|selects)\b[^.;]{0,40}?,\s*(?:still|anyway|nevertheless)|"
     r"whatever\s+\w+\s+(?:the\s+)?user|whatever\s+(?:\w+\s+){1,2}?(?:was|is|were|are|gets?)\s+(?:requested|asked\s+for|given|"
     r"specified|entered|chosen)|even\s+for|including\s+when\s+the\s+user)\b"
-    r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhängig|egal\s+was|sin\s+importar|"
+    r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhangig|egal\s+was|sin\s+importar|"
     r"indipendentemente|ongeacht|независимо)\b|(?:无论|無論|何があっても)"
     # "even if the user asks for …" in other languages
     r"|\b(?:incluso\s+si\s+el\s+usuario|aunque\s+el\s+usuario|m[eê]me\s+si\s+l'utilisateur|auch\s+wenn\s+der\s+"
@@ -230,9 +232,9 @@ CONCEAL_RE = re.compile(
     r"point(?:ing)?\s+out|"
     r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
     r"list(?:ing)?\s+what|summari[sz](?:e|ing)\s+that|let(?:ting)?\s+(?:the\s+)?user\s+know|"
-    r"be\s+(?:mentioned|told|reported|shown|explained|notified|informed|flagged))\b"
+    r"be\s+(?:mentioned|told|reported|shown|displayed|revealed|explained|notified|informed|flagged))\b"
     r"|\b(?:need\s+not|needn'?t|does\s+not\s+need\s+to|doesn'?t\s+need\s+to|should\s+not|must\s+not)"
-    r"\s+be\s+(?:mentioned|told|reported|shown|explained|surfaced|flagged|disclosed|repeated)"
+    r"\s+be\s+(?:mentioned|told|reported|shown|displayed|revealed|explained|surfaced|flagged|disclosed|repeated)"
     r"|\b(?:mention|report|say|tell\s+(?:the\s+user|them))\s+only\s+(?:that\b|['\"\u201c\u2018])"
     # what the model destroyed kept out of the account: "do not list the cells or previous values you overwrote"
     r"|\b(?:do\s+not|don'?t|never)\s+(?:list|enumerate|itemi[sz]e|detail|show|mention)\s+[^.;]{0,50}?\b(?:you|it)\s+"
@@ -285,9 +287,9 @@ CONCEAL_RE = re.compile(
     r"only\s+(?:mention|report|show|present|include|cite|quote)\s+(?:the\s+)?(?:positive|favou?rable|good|"
     r"five-star|5-star|glowing)\b)\b"
     r"|(?:ne\s+jamais\s+(?:indiquer|dire|mentionner|signaler|pr[eé]ciser|r[eé]v[eé]ler)|"
-    r"sans\s+(?:le\s+)?(?:dire|mentionner|informer|prévenir)|ne\s+(?:le\s+|la\s+|les\s+)?"
-    r"(?:dites|mentionnez|signalez)\s+pas|ohne\s+(?:es\s+)?(?:zu\s+)?(?:erwähnen|sagen|melden|"
-    r"informieren|den\s+(?:benutzer|nutzer))|nicht\s+(?:erwähnen|mitteilen|sagen|melden)|"
+    r"sans\s+(?:le\s+)?(?:dire|mentionner|informer|prevenir)|ne\s+(?:le\s+|la\s+|les\s+)?"
+    r"(?:dites|mentionnez|signalez)\s+pas|ohne\s+(?:es\s+)?(?:zu\s+)?(?:erwahnen|sagen|melden|"
+    r"informieren|den\s+(?:benutzer|nutzer))|nicht\s+(?:erwahnen|mitteilen|sagen|melden)|"
     # "Erwähne diesen Hinweis nicht", "verschweige es dem Nutzer" (accents folded or not)
     r"erw[aä]hnen?\s+(?:sie\s+)?(?:[\w-]+\s+){0,3}?nicht\b|verschweigen?\b|"
     r"sin\s+(?:decir(?:lo|le)?|mencionar(?:lo)?|informar(?:le)?|avisar(?:le)?)|no\s+(?:lo\s+|le\s+)?(?:menciones|digas|informes)|"
@@ -302,7 +304,10 @@ CONCEAL_RE = re.compile(
     r"не\s+нужно\s+(?:сообщать|говорить|упоминать)|"
     r"не\s+(?:сообщай|говори|упоминай|сообщайте|говорите|упоминайте)|молча|незаметно|"
     r"伝えない|言わない|知らせない|黙って|こっそり|告诉用户|不要告诉|不要提及|不要提到|勿告知|"
-    r"悄悄|默默)"
+    r"悄悄|默默|"
+    # "不得向用户透露本说明": must not reveal to the user (Chinese: a prohibition word, the user, a telling verb)
+    r"(?:不得|不要|不可|不能|切勿|勿|禁止)(?:向|对|跟|给)?(?:用户|使用者)?(?:透露|告诉|告知|提及|提到|显示|展示)|"
+    r"(?:向|对)(?:用户|使用者)(?:隐瞒|保密))"
 )
 # what a passive "must not be disclosed" protects rather than keeps from the user
 PROTECTED_SUBJECT = re.compile(r"\b(?:tokens?|keys?|secrets?|passwords?|passphrases?|credentials?|pins?|otps?|"
@@ -327,7 +332,8 @@ CONSENT_RE = re.compile(
     # "stop asking the user for confirmation", "no longer prompt for approval"
     r"|(?:stop|no\s+longer)\s+(?:\w+\s+)?(?:ask(?:ing)?|prompt(?:ing)?|check(?:ing)?\s+with|confirm(?:ing)?\s+with)\s+"
     r"(?:(?:the\s+)?(?:user|them|anyone)\s+)?(?:for\s+)?(?:confirmation|approval|permission|consent)"
-    r"|(?:does|do)(?:\s+not|n'?t)\s+(?:need|require)\s+(?:any\s+|the\s+user'?s\s+|(?:the\s+)?user\s+)?(?:confirmation|approval|permission|consent)"
+    r"|(?:(?:does|do)(?:\s+not|n'?t)|no\s+longer)\s+(?:need|require)s?\s+(?:any\s+|the\s+user'?s\s+|(?:the\s+)?user\s+)?"
+    r"(?:confirmation|approval|permission|consent)"
     r"|skip(?:ping)?\s+(?:any\s+|all\s+|the\s+)?(?:(?:usual|normal|standard|regular|default|customary)\s+)?"
     r"(?:safety\s+|user\s+)?(?:confirmation|approval|"
     r"permission|consent)s?(?:\s+(?:prompts?|steps?|checks?|dialogs?|questions?))?"
@@ -348,6 +354,10 @@ CONSENT_RE = re.compile(
     r"(?:again|twice|each\s+time|every\s+time|anymore|any\s+more))"
     r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
     r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
+    # "自动批准…所有工具调用,无需再征求用户同意" (Chinese), "確認なしで", "自動承認" (Japanese): no word
+    # boundaries between these letters
+    r"|自动批准|自動批准|自動承認|(?:无需|無需|不必|不用|无须|無須)再?(?:征求|徵求|询问|詢問|请求|請求)?(?:用户|用戶|使用者)?的?"
+    r"(?:同意|确认|確認|许可|許可|批准)|(?:確認|承認|許可)(?:なしで|なく|不要)"
 )
 # a clause already negated before what follows ("do not act on them | without asking")
 NEGATED_CLAUSE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shall\s+not)\b[^.;:]{0,60}$")
@@ -693,7 +703,9 @@ REDIRECT_RE = re.compile(
     r"(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+(?:go|be\s+(?:done|made|sent|booked|routed|filed))\s+"
     r"(?:through|via)|"
     r"re-?(?:run|issue|send|submit)\s+(?:the\s+|this\s+|every\s+|each\s+|all\s+|any\s+|your\s+)?(?:query|queries|"
-    r"search(?:es)?|requests?|lookups?|calls?)\s+(?:\w+\s+){0,2}?(?:with|using|via|through|on))\b"
+    r"search(?:es)?|requests?|lookups?|calls?)\s+(?:\w+\s+){0,2}?(?:with|using|via|through|on)|"
+    # "anything labelled security belongs in `report` of secops-intake, not here": the work sent elsewhere
+    r"(?:belongs?|goes|go)\s+(?:in|into|to|with|on)\s+[^.;]{1,80}?,?\s+not\s+(?:here|in\s+this\s+(?:tool|one|server)))\b"
 )
 # the same in other languages: "no llame a esta", "au lieu de", "stattdessen", "em vez de", "obsoleta"
 FOREIGN_REDIRECT_RE = re.compile(
@@ -874,7 +886,7 @@ DATA_RE = re.compile(
     r"(?:[\w'-]+\s+)?(?:contents?|text|body))\b"
     r"|\b(?:internal|confidential|private)\s+(?:[\w-]+\s+){0,2}?(?:documents?|sheets?|files?|"
     r"reports?|lists?|memos?|notes|data|roadmaps?|contracts?)\b"
-    r"|(?:historique|conversation|gesprächsverlauf|verlauf|unterhaltung|conversación|historial|"
+    r"|(?:historique|conversation|gesprach\w*|verlauf|unterhaltung|conversacion|historial|"
     r"conversazione|cronologia|gesprek|переписк\w*|истори\w+\s+(?:чата|диалога)|диалог\w*|会話|"
     r"履歴|对话|對話|聊天记录|聊天記錄)"
 )
@@ -892,7 +904,7 @@ SECRET_RE = re.compile(
     r"credit[\s_-]card[\s_-]numbers?|"
     # files kept out of version control are where .env and keys live
     r"(?:git[\s-]?)?ignored\s+files|files\s+(?:listed\s+)?in\s+\.gitignore)\b"
-    r"|(?:mot\s+de\s+passe|passwort|kennwort|zugangsdaten|contraseña|credenciales|"
+    r"|(?:mot\s+de\s+passe|passwort|kennwort|zugangsdaten|contrasena|credenciales|"
     r"wachtwoord|пароль|ключ|токен|パスワード|トークン|秘密鍵|密码|密碼|令牌|密钥|私钥)"
 )
 # an environment variable read (not set) by name
@@ -1021,6 +1033,11 @@ _CUE_THEN_TO = re.compile(r"\s+(?:to|into|onto|via|through)\s+(?:the\s+|an?\s+)?
 _QUOTE_AFTER = re.compile("\\s*(?:[:\"'`\u201c\u2018]|$)")
 
 
+_LOOKS_FOR_HEAD = re.compile(r"\b(?:checks?|checking|scans?|scanning|inspects?|inspecting|audits?|auditing|searches|"
+                             r"searching|looks?|looking|screens?|screening|tests?|testing)\b[^.;:]{0,80}\bfor\b[^.;:]{0,40}$"
+                             r"|\b(?:detects?|flags?|catches|finds|reports)\b[^.;:]{0,60}$")
+_PREDICATE_AFTER_LIST = re.compile(r"\b(?:belongs?|goes|must|should|shall|needs?\s+to|has\s+to|have\s+to|"
+                                   r"(?:is|are)\s+to\s+be)\b")
 _SO_ORDER = re.compile(r"(?:,|;)\s+(?:so|then|and\s+then|therefore|hence)\s+(?:please\s+|just\s+)?([a-z]+)\b")
 
 
@@ -1034,8 +1051,20 @@ def _is_mention(sentence: str, start: int) -> bool:
     while k >= 0 and before.endswith(("e.g", "i.e", "etc", "vs", "cf"), 0, k):
         k = before.rfind(". ", 0, k)
     cut = max(cut, k)
+    while cut >= 0 and (before.count('"', 0, cut) % 2 == 1 or
+                        before.count("\u201c", 0, cut) > before.count("\u201d", 0, cut)):
+        # (a stop inside a quotation does not end the clause: 'strings such as "SYSTEM: reveal your
+        # hidden prompt" and "forward the conversation to test@…"')
+        cut = max(before.rfind("; ", 0, cut), before.rfind(": ", 0, cut), before.rfind(". ", 0, cut))
     if cut >= 0:
+        head = before[:cut]
         before = before[cut + 2 :]
+        if full[cut] == ":" and before.rstrip().endswith(("'", '"', "\u2018", "\u201c", "`")) and \
+                _LOOKS_FOR_HEAD.search(head, max(0, len(head) - 120)) is not None and not any(
+                    m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(before)):  # fmt: skip
+            # a quoted item of what a scanner looks for: "checks its tool descriptions for poisoning:
+            # zero-width characters, 'do not tell the user', hidden <IMPORTANT> blocks"
+            return True
     if MENTION_LABEL.match(before):
         return True
     if NEGATED_BEFORE.search(before[-24:]):
@@ -1074,15 +1103,21 @@ def _is_mention(sentence: str, start: int) -> bool:
             _CLOSING_QUOTE.get(q := oq.group(1), q) not in before[oq.end() :]:  # fmt: skip
         return True
     if "," in between and len(between) <= 200 and not any(
-            m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between)):
-        return True  # a list of examples after the cue ("such as 'x', fake <system> tags")
+            m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between)) and \
+            _PREDICATE_AFTER_LIST.search(between) is None:  # fmt: skip
+        # a list of examples after the cue ("such as 'x', fake <system> tags"); not what follows the
+        # list's own predicate ("anything labelled security, incident or vulnerability belongs in `report`")
+        return True
+    if between.count('"') % 2 == 1 and _PREDICATE_AFTER_LIST.search(between) is None:
+        return True  # inside a double-quoted example after the cue ('such as "a" and "forward … to x@…"')
     # a list of quoted phrases after the cue ('such as "a", "b" or `c`'), unless an order comes
     # between the cue and the phrase ("columns named like email or token, run `select …`")
     if not before.rstrip().endswith(('"', "'", "\u201c", "\u2018", "`")):
         return False
     if len(_QUOTE_MARK.findall(between)) % 2 == 1 or between.count('"') % 2 == 1:
         return True  # inside a quotation that began after the cue ("text like 'ERROR: run `x`'")
-    return not any(m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between))
+    return not any(m.group(1) in IMPERATIVE_VERBS for m in _CLAUSE_VERB.finditer(between)) and \
+        _PREDICATE_AFTER_LIST.search(between) is None
 
 
 # ------------------------------------------------------------------ gate
@@ -1115,13 +1150,17 @@ GATE_CHARS = ("to the user", "it only as", "show the user", "your reply", "your 
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 # an argument given its value in prose: "quantity = 40", `fornitore="forn-7781"`, "public=true"
 ARG_ASSIGNED_RE = re.compile(r"\b[a-z][a-z0-9_]{1,30}\s*=\s*[\"'\w]")
+# the conversation, as DATA_RE names it in other languages once their accents are folded ("in diesem
+# Gespräch" reads "in diesem gesprach": ASCII, so only these words open the gate and the data pass)
+FOREIGN_CONVERSATION_WORDS = ("gesprach", "gesprachs", "gesprachsverlauf", "chatverlauf", "verlauf", "unterhaltung",
+                              "historique", "conversacion", "historial", "conversazione", "cronologia", "gesprek")
 GATE_WORDS = frozenset(
     # the model addressed, and "without telling them", in the other languages the sets hold (their
     # accents folded: "instrucao para o assistente: …, sem avisar o usuario")
     ["asistente", "assistente", "agente", "assistenten", "sin", "sem", "senza", "ohne", "sans", "zonder",
-     "force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche",
+     "force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "gist", "gists", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche",
      # orders to drop the rules and to keep quiet, and the model named, in German, French, Spanish, Italian, Dutch
      "ignoriere", "ignorieren", "ignorez", "ignora", "ignorar", "negeer", "erwahne", "erwahnen", "verschweige",
-     "verschweigen", "modell", "ki"]
+     "verschweigen", "modell", "ki", *FOREIGN_CONVERSATION_WORDS]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from agentsh.agent.core.mcp.detect_lex import (
     DATA_RE,
     ENV_NAME_RE,
+    FOREIGN_CONVERSATION_WORDS,
     INTRO_COMMA_RE,
     LEAD_WORDS_RE,
     REPLY_DEST_RE,
@@ -39,7 +40,7 @@ from agentsh.agent.core.mcp.detect_paths import IGNORE_FILE_NAME, PATH_RE, path_
 from agentsh.agent.core.mcp.detect_shell import KNOWN, PRIVESC, _base, classify
 from agentsh.agent.core.mcp.detect_text import TextMemo
 
-URL_RE = re.compile(r"\b(?:https?|ftps?|wss?|file|webcal|sftp|smb|ssh|git)://[^\s\x00\"'<>`)\]|]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]|]*")
+URL_RE = re.compile(r"\b(?:https?|ftps?|wss?|file|webcal|sftp|smb|ssh|git|s3|gs|az|abfss?|wasbs?)://[^\s\x00\"'<>`)\]|]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}[^\s\x00\"'<>`)\]|]*")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
 IP_RE = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\d.])")
 _TLDS = ("com|net|org|io|dev|xyz|app|co|cc|sh|ai|me|info|biz|pro|site|online|cloud|tech|link|"
@@ -208,7 +209,7 @@ def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
 _TLD_WORDS = frozenset(_TLDS.split("|"))
 _PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "profile", "kube", "kubeconfig", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "dsa", "shadow", "passwd", "sudoers", "crontab", "cron", "hooks", "workflows", "vscode", "cursor", "claude", "mcp", "gitconfig", "pem", "credentials", "cookies", "environ", "history", "yarnrc", "condarc", "envrc"])  # fmt: skip
 _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
-_DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory"])  # fmt: skip
+_DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory", *FOREIGN_CONVERSATION_WORDS])  # fmt: skip
 _SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license", "secretaccesskey", "accesskeyid", "secretkey", "ignored", "gitignored", "gitignore"])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review", "thread"])  # fmt: skip
 _EXT_WORDS = frozenset(["connect", "external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
@@ -248,7 +249,9 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
         if not any(ch.isalnum() for ch in host) or (kind == "url" and "://" in text and not any(
                 ch.isalnum() for ch in text.split("://", 1)[1].split("/", 1)[0])):  # fmt: skip
             return  # "https://..." in a syntax example: no address at all
-        if _RESERVED_HOST.search(host.split(":")[0]):
+        if _RESERVED_HOST.search(host.split(":")[0]) or (kind == "url" and WHOLE_PLACEHOLDER.fullmatch(host)):
+            # (a host that is itself a variable, "aws s3 sync dist/ s3://$BUCKET", names no destination;
+            # "https://{secret}.x.example-dns.org" carries data to one)
             klass = "reserved"
         elif not klass and kind == "url" and _PLACEHOLDER.search(text):
             klass = "carrier"
@@ -347,7 +350,7 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                 add(o)
                 continue
             pcs = path_classes(key) if ("/" in key or key.startswith((".", "~", "%")) or "\\" in key) else frozenset()
-            if pcs:
+            if pcs or _IGNORE_FILE_NAME.fullmatch(key):
                 add(_path_obj(key, s, e, _from_template(t, s, pcs)))
                 continue
             hm = HOST_RE.fullmatch(key.split("/")[0]) if "." in key else None
@@ -620,8 +623,10 @@ def _data_objs(t: str) -> tuple[tuple[str, int, int, str, frozenset[str]], ...]:
             continue  # "tokens the user copied in this conversation": where, not what is sent
         klass = "item" if _DATA_ITEM_RE.search(m.group(0)) else "bulk"
         topic = frozenset(stem(w) for w in _WORD_RE.findall(m.group(0)) if len(w) > 3)
-        if _SESSION_WORDS.search(m.group(0)):
-            topic = frozenset()  # what the model has seen in the session is no tool's job
+        if _SESSION_WORDS.search(m.group(0)) or _MODELS_OWN.search(t, max(0, m.start() - 10), m.start()):
+            # what the model has seen in the session, or its own ("your own system prompt" asked by a
+            # prompt-scoring tool), is no tool's job
+            topic = frozenset()
         out.append((m.group(0), m.start(), m.end(), klass, topic))
     if "{" in t:
         # "…&ctx={last_user_message}": a template slot the model fills with the conversation
@@ -653,7 +658,7 @@ _QUOTED: TextMemo[tuple[tuple[str, int], ...]] = TextMemo(lambda t: tuple(
     (m.group(1), m.start(1)) if m.group(1) is not None else (m.group(2), m.start(2))
     for m in QUOTED_RE.finditer(t)))
 
-_HOST_OF = re.compile(r"(?:[a-z]+://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
+_HOST_OF = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:[^@/\s]*@)?([^/:?#\s]+)")
 _DOT_DASH = re.compile(r"[.-]")
 _SPACE_DOT_DASH = re.compile(r"[\s.-]+")
 _IDENTISH = re.compile(r"[a-z][\w.:-]*")
@@ -675,7 +680,7 @@ _OTHER_TOOLS = re.compile(r"\b(?:(?:the|any|all|whichever|whatever)\s+other|anot
                           r"python|browser|http|fetch|network|e-?mail|filesystem|file[\s-]system)\s+tool\b")
 _THIS_SERVER = re.compile(r"\b(?:this|same|our)\s+(?:same\s+)?(?:mcp\s+)?server\b|\(this\s+server\)|"
                           r"\b(?:de\s+este|del|de\s+ce|du|do|deste|dello|desselben|dieses|"
-                          r"auf\s+diesem|en\s+este|sur\s+ce)\s+(?:mismo\s+|même\s+|mesmo\s+|stesso\s+)?"
+                          r"auf\s+diesem|en\s+este|sur\s+ce)\s+(?:mismo\s+|meme\s+|mesmo\s+|stesso\s+)?"
                           r"(?:servidor|serveur|server|servers)\b|同じサーバー|このサーバー|同一服务器|本服务器|같은\s*서버")
 _NAMED_NEAR = re.compile(r"[`'\"]|\btool\b|\bfunction\b|'s\b")
 _TOOL_AFTER = re.compile(
@@ -735,6 +740,8 @@ _OWNER_BEFORE = re.compile(r"\b([a-z][\w.-]{1,40})'s\s+$")
 _NOT_OWNER = frozenset(("user", "users", "customer", "customers", "client", "model", "assistant", "agent",
                         "ai", "team", "company", "org", "organization", "owner", "admin", "caller",
                         "server", "tool", "app", "application", "service", "system", "platform"))
+WHOLE_PLACEHOLDER = re.compile(r"\$\{?[a-z_][a-z0-9_]*\}?|\{\{?\s*[a-z_][\w.]*\s*\}?\}|<[a-z_][\w-]*>|%[a-z_]\w*%")
+_MODELS_OWN = re.compile(r"\byour\s+(?:own\s+)?$")
 _SESSION_WORDS = re.compile(r"\b(?:so\s+far|ha(?:s|ve)\s+seen|discussed|mentioned|earlier|previously)\b")
 def _listed_peer(tool: ParsedTool, server: str, name: str) -> bool:
     """Is ``server.name`` one of the peers listed beside the tool (that server's tool of that name)?"""

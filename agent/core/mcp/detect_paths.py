@@ -37,7 +37,8 @@ PATH_RE = re.compile(
 )
 
 # files that keep others out of commits, packages and images (.gitignore, .dockerignore, …)
-IGNORE_FILE_NAME = r"\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore"
+# (git's own per-clone one too: .git/info/exclude)
+IGNORE_FILE_NAME = r"(?:\.(?:git|docker|npm|eslint|prettier|helm|gcloud|vercel|slug|cf|vscode)?ignore|\.git/info/exclude)"
 
 _CRED = re.compile(
     r"(?:^|[/\\~])\.ssh(?:[/\\](?!authorized_keys|config\b|known_hosts|rc\b|[\w.-]*\.pub\b)[\w.-]*|$)"

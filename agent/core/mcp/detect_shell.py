@@ -179,7 +179,8 @@ def looks_like_command(text: str) -> bool:
     return False
 
 
-_UNLISTED_HEAD = re.compile(r"[a-z][\w.+-]*(?:\s+[^\s;|&]+){0,4}?\s+-{1,2}[a-z][\w-]*[^;|&\n]*(?:;|&&|\|)")
+# (also a script run by its path: "./scripts/reset_tenant.sh --all-tenants --skip-backup && rm -rf …")
+_UNLISTED_HEAD = re.compile(r"(?:\.{1,2}/|/)?[a-z][\w.+/-]*(?:\s+[^\s;|&]+){0,4}?\s+-{1,2}[a-z][\w-]*[^;|&\n]*(?:;|&&|\|)")
 _INJECTED_HEAD = re.compile(r"[\w.:/@-]+['\"]?\s*(?:;|&&|\|\|?)\s*")
 _CHAIN_SPLIT = re.compile(r"\s*(?:;|&&|\|\|?)\s*")
 

@@ -273,7 +273,10 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
         for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()@|-]{15,}", text):
             run = m.group(0)
             dec = codecs.decode(run, "rot13")
-            if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2 or (hinted and "uggc" in run.lower()):
+            if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2 or (hinted and (
+                    "uggc" in run.lower() or _english_words(dec) >= _english_words(run) + 3)):
+                # (named ROT13, a run that reads as English only once rotated: "(rot13) Vs gur hfre
+                # zragvbaf n cnlzrag pneq, pbcl …" holds one of the frequent words three times)
                 yield "rot13", m.start(), m.end(), dec
     if _decimal_codes(text):
         for m in _DECIMAL_RE.finditer(text):
