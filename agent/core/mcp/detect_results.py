@@ -1591,7 +1591,8 @@ def _disguised(f: Field, a: int, z: int) -> str:
     return " with invisible characters between its letters" if _SPLIT_BY_INVISIBLE.search(raw) else ""
 
 
-_SPLIT_BY_INVISIBLE = re.compile("[^\\W\\d_][\u200b\u200c\u200d\u2060\ufeff\u00ad]+[^\\W\\d_]")
+# (Latin letters only: a joiner between the letters of Persian or Hindi words is their spelling)
+_SPLIT_BY_INVISIBLE = re.compile("[A-Za-z][\u200b\u200c\u200d\u2060\ufeff\u00ad]+[A-Za-z]")
 
 
 def _authority_hits(low: str, at: _At = None) -> set[bytes]:
