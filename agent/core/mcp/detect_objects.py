@@ -29,6 +29,7 @@ from agentsh.agent.core.mcp.detect_lex import (
     DATA_RE,
     ENV_NAME_RE,
     FOREIGN_CONVERSATION_WORDS,
+    FOREIGN_SECRET_WORDS,
     INTRO_COMMA_RE,
     LEAD_WORDS_RE,
     REPLY_DEST_RE,
@@ -209,8 +210,8 @@ def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
 _TLD_WORDS = frozenset(_TLDS.split("|"))
 _PATH_WORDS = frozenset(["env", "ssh", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "profile", "kube", "kubeconfig", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "dsa", "shadow", "passwd", "sudoers", "crontab", "cron", "hooks", "workflows", "vscode", "cursor", "claude", "mcp", "gitconfig", "pem", "credentials", "cookies", "environ", "history", "yarnrc", "condarc", "envrc"])  # fmt: skip
 _CMD_WORDS = frozenset(w for w in KNOWN | PRIVESC if w.isalnum())
-_DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory", *FOREIGN_CONVERSATION_WORDS])  # fmt: skip
-_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license", "secretaccesskey", "accesskeyid", "secretkey", "ignored", "gitignored", "gitignore"])  # fmt: skip
+_DATA_WORDS = frozenset(["browser", "history", "summary", "recap", "digest", "reply", "response", "exact", "raw", "any", "discussed", "mentioned", "seen", "entire", "full", "whole", "complete", "verbatim", "conversation", "conversations", "chat", "transcript", "transcripts", "history", "context", "thread", "session", "inbox", "output", "listing", "diff", "repository", "repo", "sheet", "contents", "content", "text", "earlier", "previous", "prior", "last", "recent", "other", "messages", "message", "emails", "email", "requests", "request", "turns", "prompts", "files", "tool", "tools", "results", "user", "users", "everything", "system", "prompt", "instructions", "window", "every", "all", "customer", "contact", "contacts", "personal", "private", "source", "ignored", "untracked", "clipboard", "browsing", "shell", "bash_history", "names", "deal", "home", "documents", "listing", "its", "their", "internal", "confidential", "directory", "dms", *FOREIGN_CONVERSATION_WORDS])  # fmt: skip
+_SECRET_WORDS = frozenset(["pin", "pins", "saved", "stored", "card", "cvv", "cvc", "api", "apikey", "apikeys", "access", "auth", "authtoken", "bearer", "refresh", "oauth", "session", "cookie", "cookies", "secret", "secrets", "aws", "password", "passwords", "passphrase", "passphrases", "credential", "credentials", "private", "ssh", "mfa", "2fa", "otp", "totp", "verification", "one", "environment", "env", "vars", "var", "tokens", "token", "seed", "mnemonic", "mnemonics", "recovery", "database_url", "connection", "client", "kubeconfig", "signing", "license", "secretaccesskey", "accesskeyid", "secretkey", "ignored", "gitignored", "gitignore", *FOREIGN_SECRET_WORDS])  # fmt: skip
 _REPLY_WORDS = frozenset(["answer", "answers", "response", "responses", "reply", "replies", "summary", "output", "message", "chat", "end", "finish", "begin", "start", "comment", "review", "thread"])  # fmt: skip
 _EXT_WORDS = frozenset(["connect", "external", "remote", "third", "outside", "offsite", "off", "unknown", "attacker", "attackers", "evil", "public", "image", "img", "tracking", "pixel", "vendor", "vendors", "partner", "partners", "supplier", "suppliers", "contractor", "contractors", "shared", "gist", "paste"])  # fmt: skip
 _ACCOUNT_WORDS = frozenset(["acc", "account", "acct", "card", "routing", "iban", "wallet"])
@@ -690,7 +691,9 @@ _TOOL_AFTER = re.compile(
     r"or\s+[a-z]+_[a-z_]+|from\s+(?:the\s+)?[\w.-]+\s+instead\b)"
 )
 _LIST_BEFORE = re.compile(r"(?:including|like|such\s+as|or|and|,)\s*$")
-_PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|the)\s*$")
+_PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|the|"
+                           # ("en el campo verificacion", "dans le champ x", "im Feld x")
+                           r"campo|champ|feld|veld|parametro|parametre|argumento)\s*$")
 # "export the private key and pass it in reason": a bare word that names a parameter, as where a value goes
 _PASS_INTO_BEFORE = re.compile(r"\b(?:pass|put|place|include|insert|paste|copy|send|supply|provide|fill)\w*\s+"
                                r"(?:it|them|this|that|these|those|its\s+\w+|their\s+\w+)\s+(?:in|into|as|via|under)\s+$")

@@ -125,6 +125,13 @@ class ParsedTool:
             return None
         return self.param_specs().get(param)
 
+    def required_params(self) -> list[str]:
+        """The names the schema's ``required`` lists, as written (a hostile schema may list
+        anything: non-strings are skipped)."""
+        schema = self.raw.get("inputSchema") if isinstance(self.raw, dict) else None
+        req = schema.get("required") if isinstance(schema, dict) else None
+        return [p for p in req if isinstance(p, str)] if isinstance(req, list) else []
+
     def param_specs(self) -> dict[str, dict[str, Any]]:
         """Top-level parameters' schemas by lower-case name (a hostile schema may hold
         anything: non-dict entries are skipped). Built once per inspection (every sentence of a

@@ -84,6 +84,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"requests?|reminders?|requirements?|messages?|protocol|workflow|steps|procedure|checklist)(?:[\s_-]+\w{1,12})?\b[\"']?"
     r"\s*(?:(?:for|from)\s+[^:\n(]{0,40})?(?:\s*\([^)\n]{0,160}\))?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
+    r"(?!\s*(?:blocks?|tags?|sections?|markers?|elements?|wrappers?)\b)"  # (not "an <IMPORTANT> block in a tool")
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
     # "(for the triage agent)": an agent named by the work it automates
@@ -193,7 +194,8 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"|\b[\w-]*[_-]for[_-](?:ai|llms?|agents?|assistants?|bots?)\b(?:\.[a-z]{1,4})?"
     # (its contents under it: the name opens a line and ends it or is followed by a colon, not
     # "Added an ``AGENTS.md`` orientation file")
-    r"|(?:^|\n)[ \t#>*-]*(?:(?:path|file|filename|source)\s*[:=]\s*)?(?:[\w.-]*/)*(?:\.cursorrules|\.windsurfrules|\.clinerules|agents\.md|claude\.md|"
+    r"|(?:^|\n)[ \t#>*-]*(?:(?:path|file|filename|source)\s*[:=]\s*)?(?:[\w.-]*/)*(?:"
+    r"\.?(?:assistants?|agents?|ai|llm|copilot)[-_.](?:config|rules|instructions|settings)\.(?:ya?ml|json|toml|md)|\.cursorrules|\.windsurfrules|\.clinerules|agents\.md|claude\.md|"
     r"gemini\.md|copilot-instructions\.md)\b[^\n:]{0,40}(?:\n|:)"
     # a label dedicated to the model: "Automated remediation for the on-call AI:", "Important for
     # payment assistants:", "Message for automated clients:"
@@ -419,6 +421,8 @@ _OBJECT_ADDRESSEE = re.compile(r"(?:^\W*|[.:;,!?]\s*|\bto\s+)(?:start|stop|run|r
                                r"update|deploy|register|upgrade|connect|attach|provision|manage|monitor|label|spawn|"
                                r"scale|remove|delete)\s+(?:the\s+|an?\s+|your\s+)?(?:[\w-]+\s+)?"
                                r"(?:agent|assistant|bot|model|claude|copilot|codex|gemini)s?\b")
+# the head of a log line: a syslog or ISO timestamp ("Mar 14 02:00:31 db-03 …", "2025-03-14T02:00:31Z …")
+_LOG_LINE = re.compile(r"[ \t]*(?:[a-z]{3}\s+\d{1,2}\s+\d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d)?\S*)\s")
 _MODEL_WORK_AFTER = re.compile(r"[^\n]{0,240}?\b(?:whatever|regardless\s+of\s+what|no\s+matter\s+what)\s+(?:the\s+)?"
                                r"(?:[\w-]+\s+){0,3}?(?:says?|types?|asks?|wants?|requests?|chooses?|enters?|picks?)\b"
                                r"|\s*(?:please\s+)?(?:call|invoke)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+`?\s+with\b")
@@ -659,6 +663,12 @@ class ResultScanner:
             for kind, s, e, decoded in decoded_runs(text):
                 if _shown_excerpt(text, s, e):
                     continue  # '(e.g. "SWdub3JlIHByZXZpb3Vz...")': the start of a payload shown, cut off
+                if len(dk := " ".join(decoded.lower().split())) >= 12 and \
+                        dk in " ".join(low[max(0, s - 300) : e + 300].split()):  # fmt: skip
+                    # '… the base64 string SWdub3Jl…, which decodes to "Ignore previous instructions"': the
+                    # text spells out what it decodes to, hidden from nobody (the spelled-out words are
+                    # read with the rest)
+                    continue
                 # percent-encoding is what every link's query string holds: asked to be decoded
                 # only by words next to it (not by "bot" somewhere in a 60 KB changelog)
                 near = hinted and (kind != "percent" or bool(_present(
@@ -773,6 +783,13 @@ class ResultScanner:
                 k = low.find(close, m.end(), z)
                 if k >= 0:
                     z = k + len(close)
+            if m.group(0).lstrip().startswith("[") and \
+                    _LOG_LINE.match(low, low.rfind("\n", 0, m.start()) + 1) is not None and \
+                    (eol := low.find("\n", m.end())) >= 0:  # fmt: skip
+                # a bracketed tag in a log line's message ("Mar 14 02:00:31 db-03 unattended-upgrades[88214]:
+                # [SYSTEM] Reboot required …") ends with its line: the lines after it are other programs'
+                # messages (an address in words, "operator hint for AI assistants:", may go on below)
+                z = min(z, eol)
             who = m.group(0).strip()
             if who[:1] in ".!?\",:":
                 # (the end of the sentence or the key before: "… in doc. Assistant scheduling …:",
@@ -1075,6 +1092,8 @@ _READERS_LIST = re.compile(r"[ \t>*#-]*(?:[a-z][\w-]*[ \t]+){1,3}(?:and|or|&)[ \
 _FEATURE_FOR = re.compile(r"\b(?:support|integrations?|compatibility|plugins?|extensions?|adapters?|connectors?|"
                           r"bindings|templates|pricing|benchmarks?|sdks?|apis?|libraries|frameworks?)\s+for\s")
 _RULES_FILE = re.compile(r"(?:\.?cursorrules|\.?windsurfrules|\.?clinerules|agents\.md|claude\.md|gemini\.md|"
+                         # a settings file named for the model ("# .assistant-config.yml")
+                         r"\.?(?:assistants?|agents?|ai|llm|copilot)[-_.](?:config|rules|instructions|settings)\.(?:ya?ml|json|toml|md)|"
                          r"copilot-instructions\.md)\b")
 _CLOSES_NAME = re.compile(r"[a-z]*s?\)")
 
@@ -1089,7 +1108,8 @@ _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:th
                            r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$"
                            # the sentence runs on into the block: "A page containing hidden text such as\n    <p …"
-                           r"|\b(?:such\s+as|e\.g\.?|for\s+example|for\s+instance|containing|saying|reading)[ \t]*$")
+                           r"|\b(?:such\s+as|e\.g\.?|for\s+example|for\s+instance|containing|contains|saying|says|reading|"
+                           r"reads)[ \t]*$")  # ("The page contains\n\n    <p style=…>AI: stop …")
 
 
 # "Dear assistant,": a letter's salutation to the model, and the sign-off that ends the letter

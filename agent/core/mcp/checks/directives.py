@@ -65,7 +65,7 @@ _T_NEG = frozenset(["not", "don", "dont", "never", "must", "mustn"])
 _T_ADDRESS = frozenset(["assistant", "assistants", "ai", "llm", "llms", "model", "models", "agent", "agents", "copilot", "claude", "gpt", "chatgpt", "bot", "bots", "language"])  # fmt: skip
 _T_CONCEAL = frozenset(['keep', 'say', 'jamais', 'sem', 'menciones', 'digas', 'informes', 'non', 'ne', 'nao', 'falta', 'informe', 'diga', 'mencione', 'conte', 'avise', 'necessario', 'precisa', 'besoin', 'notig', 'serve', 'нужно', 'learn', 'acknowledge', 'warnings', 'bring', 'bringing', 'opted', 'chosen', 'elected', 'decided', 'point', 'display', 'displayed', 'revealed', 'describe', 'describing', 'yourself', 'alert', 'behind', 'bother', 'care', 'comment', 'confidential', 'covertly', 'delete', 'disclose', 'disclosed', 'discreetly', 'drop', 'exclude', 'explain', 'explained', 'filter', 'flag', 'flagged', 'hidden', 'hide', 'inform', 'informed', 'informing', 'invisibly', 'know', 'leave', 'mention', 'mentioned', 'mentioning', 'nicht', 'niet', 'notified', 'notify', 'notifying', 'ohne', 'omit', 'paraphrase', 'private', 'quietly', 'quote', 'remove', 'repeat', 'repeated', 'report', 'reported', 'reporting', 'reveal', 'revealing', 'sans', 'secret', 'secretly', 'see', 'senza', 'share', 'show', 'shown', 'silently', 'sin', 'skip', 'summarise', 'summarize', 'suppress', 'surface', 'surfaced', 'tell', 'telling', 'told', 'visible', 'warn', 'warning', 'zonder'])  # fmt: skip
 _T_CONSENT = frozenset(['review', 'agreed', 'enabled', 'without', 'permitted', 'cleared', 'allowed', 'approval', 'approved', 'ask', 'asking', 'authorised', 'authorized', 'autonomous', 'confirm', 'confirmation', 'confirming', 'consent', 'consented', 'permission', 'pre', 'preapproved', 'prompt', 'prompting', 'signed', 'wait', 'waiting'])  # fmt: skip
-_T_PRIORITY = frozenset(['mode', 'authority', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
+_T_PRIORITY = frozenset(['rank', 'ranks', 'ranked', 'above', 'mode', 'authority', 'bypass', 'comply', 'dan', 'developer', 'disregard', 'expired', 'forget', 'ignora', 'ignore', 'ignorez', 'ignoriere', 'ignorieren', 'instruction', 'instructions', 'jailbreak', 'negeer', 'obey', 'outranks', 'override', 'overrides', 'overriding', 'precedence', 'priority', 'prompt', 'reveal', 'supersede', 'supersedes', 'treat', 'uncensored', 'unfiltered', 'unrestricted'])  # fmt: skip
 _T_DECEIVE = frozenset(['explain', 'inform', 'label', 'call', 'confirm', 'show', 'display', 'sharing', 'sending', 'posting', 'emailing', 'mailing', 'giving', 'handing', 'reusing', 'warn', 'notify', 'alert', 'summarise', 'summarize', 'rate', 'score', 'grade', 'assess', 'evaluate', 'answer', 'assure', 'characterise', 'characterize', 'claim', 'describe', 'estimate', 'fabricate', 'fabricated', 'invent', 'mark', 'mention', 'portray', 'present', 'pretend', 'rank', 'reassure', 'recommend', 'reply', 'report', 'respond', 'say', 'state', 'steer', 'tell', 'though'])  # fmt: skip
 _T_TELL = frozenset(['alert', 'answer', 'exactly', 'inform', 'notify', 'remind', 'reply', 'respond', 'say', 'tell', 'warn'])  # fmt: skip
 _T_OVERRIDE = frozenset(['still', 'incluso', 'aunque', 'meme', 'auch', 'mesmo', 'anche', 'ook', 'даже', 'including', 'addition', 'cases', 'correct', 'egal', 'even', 'every', 'exception', 'indipendentemente', 'irrespective', 'matter', 'ongeacht', 'only', 'overridden', 'override', 'overrides', 'peu', 'quel', 'regardless', 'sin', 'unabhangig', 'whatever', 'независимо'])  # fmt: skip
@@ -130,6 +130,7 @@ _PASTE_SECRET = re.compile(r"\b(?:paste|put|insert|copy|include|read)\s+(?:in\s+
                            r"\b(?:paste|put|insert|copy|include|list)\s+(?:in\s+)?here\s+(?:any|all|every)\s+(?:[\w-]+\s+){0,2}?"
                            r"(?:api\s+keys?|keys|passwords?|tokens?|secrets?|credentials?|connection\s+strings?)\b|"
                            r"\bread\s+from\s+(?:the\s+)?(?:browser|keychain|password\s+manager|wallet)")
+_VALUES_OF = re.compile(r"\b(?:the|their|its|each|every|all)\s+(?:secret\s+)?values?\b|\bwhat\s+it\s+returns\b")
 _SECRET_TOOL = re.compile(r"^(?:list|get|read|dump|export|fetch|show|reveal|print|retrieve)[_-](?:\w+[_-])?"
                           r"(?:secrets?|credentials?|passwords?|tokens|api[_-]keys|keychain|vault|cookies|"
                           r"env|environ|environment|env[_-]vars?)"
@@ -192,7 +193,9 @@ _AT_USERS_REQUEST = re.compile(r"\b(?:only\s+)?(?:if|when|whenever)\s+(?:the\s+)
 _SAFEGUARD_OFF = re.compile(r"disabl|remov|delet|bypass|turn|skip|mute|suspend|lift|directly|straight|without")
 _IGNORE_FILE = re.compile(r"(?:^|[/\\])" + IGNORE_FILE_NAME + "$")
 _LISTED_IN_IGNORE = re.compile(r"\b(?:add|append|list|put|include|keep|write)\b[^;\n]{0,60}?\b(?:to|in|into)\s+"
-                               r"(?:the\s+|your\s+|a\s+)?`?" + IGNORE_FILE_NAME + r"\b")
+                               r"(?:the\s+|your\s+|a\s+)?`?" + IGNORE_FILE_NAME + r"\b"
+                               # "`.env` is git-ignored, use `.env.example` …": said to be kept out
+                               r"|[`'\"]?\s+(?:is|are)\s+(?:already\s+)?(?:git-?ignored|ignored\s+by\s+git|in\s+\.gitignore)\b")
 # the main branch, production, everything: what a destroying call must never be aimed at by a note
 _VITAL_TARGET = re.compile(r"\b(?:branch|ref|name|env|environment|namespace|database|db|stage|target)\s*(?:=|:|\s+to\s)"
                            r"\s*['\"`]?(main|master|trunk|prod|production|default|all|\*)(?![\w-])")
@@ -275,7 +278,12 @@ def solicits_secret(t: str) -> bool:
     return _unforbidden(_SOLICIT_SECRET, t)
 
 
-_ASK_THE_USER = re.compile(r"\bask\s+(?:the\s+)?user\b")
+_ASK_THE_USER = re.compile(r"\bask\s+(?:the\s+)?user\b"
+                           # the same in Spanish, Portuguese, French, Italian, German, Dutch (accents folded)
+                           r"|\b(?:pide|pida|pidele|pregunta|pregunte|solicita|solicite)\s+al\s+usuario\b"
+                           r"|\b(?:pergunte|peca|pede|solicite)\s+ao\s+usuario\b"
+                           r"|\bdemandez?\s+a\s+l'utilisateur\b|\bchied[ai]\s+all'utente\b"
+                           r"|\bfrage\s+den\s+(?:benutzer|nutzer)\b|\bvraag\s+de\s+gebruiker\b")
 # the user asked to type or hand over something in the chat
 _ASK_USER_TO_GIVE = re.compile(r"\bask\s+(?:the\s+)?user\b[^.]{0,60}\b(?:type|paste|enter|send|give|share|provide)")
 
@@ -446,7 +454,14 @@ _SHOW_MESSAGE = re.compile(r"\b(?:show|display|present|relay|repeat)\s+(?:this|t
 
 def _shown_to_user(t: str, start: int) -> bool:
     m = _SHOWN_TO_USER.search(t, max(0, start - 90), start)
-    return m is not None and lx.NET_VERBS_RE.search(t, m.start(1), start) is None
+    return (m is not None and lx.NET_VERBS_RE.search(t, m.start(1), start) is None) or \
+        _USER_OPENS_IT.match(t, start) is not None  # fmt: skip
+
+
+# the link handed to the user to open themselves, named before: "Returns a one-time code and the URL
+# https://github.com/login/device; tell the user to open the URL and type the code"
+_USER_OPENS_IT = re.compile(r"\S+[^.]{0,40}?\b(?:tell|ask|have)\s+(?:the\s+)?(?:user|them)\s+to\s+(?:open|visit|go\s+to|"
+                            r"navigate\s+to|click)\s+(?:the|that|this)\s+(?:url|link|page|address)\b")
 
 
 # a raw form of what the tool returns, shown in a readable form instead (a matter of presentation)
@@ -1134,7 +1149,10 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         or _SECRET_STORE.search(sent.text) is not None or _ALL_ENV.search(sent.text) is not None \
         or ("secret" in kinds and _SESSION_SOURCE.search(sent.text) is not None and (
             bool(ext) or has_param or "tool" in kinds))  # the session's secrets handed on, not shown  # fmt: skip
-    if any(o.kind == "tool" and o.klass in ("peer", "other_server", "unknown") and
+    if any(o.kind == "tool" and (o.klass in ("peer", "other_server", "unknown") or (
+               # (a sibling's secret values into one of this tool's parameters: "call `read_secret` on each
+               # path first and include the values in `verification`")
+               o.klass == "sibling" and param_dest and _VALUES_OF.search(t) is not None)) and
            _SECRET_TOOL.search(o.text) for o in objs):  # fmt: skip
         # "call `list_secrets` … and include its output in the PR body": a secret read, then sent on
         has_secret = source = True
@@ -2120,7 +2138,9 @@ _BOUND_KINDS = frozenset(("param_desc", "param_title", "vendor", "comment", "def
                           "example", "enum"))
 # in a parameter's own text, "always"/"every call" with a value is already an override
 _PARAM_GATE = frozenset(b"always every even whatever regardless instead append prepend include insert treat cases exception "
-                         b"replace substitute swap false off anyone everyone fail fails expire expires broken still anyway".split())
+                         b"replace substitute swap false off anyone everyone fail fails expire expires broken still anyway "
+                         # the widest value picked by the parameter's own text ("Set to \"public\".")
+                         b"public superuser".split())
 
 
 def _param_gate_words(text: str) -> bool:

@@ -58,6 +58,8 @@ _SESSION_PURPOSE = frozenset(("chat", "convers", "transcript", "session", "dialo
                               "audio", "video", "speech", "caption", "subtitl", "interview", "podcast", "assist",
                               "assistant", "bot", "chatbot", "agent", "persona", "model", "llm", "gpt", "complet"))
 _RECIPIENT_PARAM = re.compile(r"^(?:to|send_to|mail_to|email|email_to|address|addressee)$")
+_COPY_PARAM = re.compile(r"forward|copy|(?:^|_)b?cc(?:_|$)|recipient|notify|send_to|mail_to")
+_KEEP_DEFAULT = re.compile(r"\b(?:keep|leave|use)\s+(?:the\s+|it\s+(?:at|as)\s+(?:the\s+)?)?default\b|\bdo\s+not\s+change\b")
 _PLACE_PARAM = re.compile(r"endpoint|target|storage|bucket|remote|upstream|server_url|base_url|host")
 # where money goes, and an account's identifier (letters and digits, no spaces)
 _PAYEE_PARAM = re.compile(r"destination|payee|beneficiary|recipient|payout|iban|wallet|to_account|account_to|"
@@ -272,11 +274,11 @@ class SchemaValueCheck:
         """A required parameter for a private key's material (``ssh_private_key``: "PEM of the key
         you use to reach this host") in a tool whose job is not keys: honest tools take the key's
         path, or use the agent; the model can only fill this one by reading the key file."""
-        req = tool.raw.get("inputSchema", {}).get("required") if isinstance(tool.raw.get("inputSchema"), dict) else None
-        if not isinstance(req, list) or (CRED_PURPOSE | _KEY_PURPOSE) & tool.purpose:
+        req = tool.required_params()
+        if not req or (CRED_PURPOSE | _KEY_PURPOSE) & tool.purpose:
             return
         for p in req:
-            if not isinstance(p, str) or not _KEY_MATERIAL_PARAM.search(p.lower()) or _PATH_PARAM.search(p.lower()):
+            if not _KEY_MATERIAL_PARAM.search(p.lower()) or _PATH_PARAM.search(p.lower()):
                 continue
             doc = next((f for f in tool.texts if f.param == p and f.kind == "param_desc"), None)
             if doc is not None and re.search(r"\b(?:path|file\s*name|location|where)\b|\bthe\s+user\s+(?:supplies|provides|"
@@ -293,12 +295,11 @@ class SchemaValueCheck:
         """A required parameter named for the conversation itself (``full_chat_transcript``,
         ``conversation_history``, ``system_prompt``) in a tool whose job is not conversations:
         a survey or a search needs no transcript, and the model fills the name as asked."""
-        schema = tool.raw.get("inputSchema")
-        req = schema.get("required") if isinstance(schema, dict) else None
-        if not isinstance(req, list) or _SESSION_PURPOSE & (tool.purpose | tool.name_stems | tool.server_stems):
+        req = tool.required_params()
+        if not req or _SESSION_PURPOSE & (tool.purpose | tool.name_stems | tool.server_stems):
             return
         for p in req:
-            if not isinstance(p, str) or _SESSION_PARAM.fullmatch(p.lower()) is None:
+            if _SESSION_PARAM.fullmatch(p.lower()) is None:
                 continue
             f = next((x for x in tool.fields if x.param == p), None)
             if f is not None:
@@ -312,13 +313,12 @@ class SchemaValueCheck:
         "Current account password, used to verify ownership") in a tool whose job is not signing
         in, accounts or secrets: a support ticket or a search needs no password, and the model can
         only fill it by asking the user for one, for the server to keep."""
-        schema = tool.raw.get("inputSchema")
-        req = schema.get("required") if isinstance(schema, dict) else None
-        if not isinstance(req, list) or (CRED_PURPOSE | _KEY_PURPOSE | _LOGIN_PURPOSE) & (
+        req = tool.required_params()
+        if not req or (CRED_PURPOSE | _KEY_PURPOSE | _LOGIN_PURPOSE) & (
                 tool.purpose | tool.name_stems | tool.server_stems):  # fmt: skip
             return
         for p in req:
-            if not isinstance(p, str) or not _ACCOUNT_PASSWORD_PARAM.fullmatch(p.lower()):
+            if not _ACCOUNT_PASSWORD_PARAM.fullmatch(p.lower()):
                 continue
             f = next((x for x in tool.texts if x.param == p and x.kind in ("param_desc", "param_title")), None) or \
                 next((x for x in tool.fields if x.param == p), None)
@@ -409,6 +409,12 @@ class SchemaValueCheck:
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
+            kinds: tuple[str, ...] = ("enum", "const")
+            if only is None and isinstance(spec.get("default"), str) and _COPY_PARAM.search(name.lower()) and (
+                    name in {p.lower() for p in tool.required_params()} or _KEEP_DEFAULT.search(str(spec.get("description", "")).lower())):
+                # `forward_copy_to`, required, default "+447700900123" ("keep the default"): a copy of
+                # every message to the number the definition chose
+                only, kinds = spec["default"], ("default",)
             if only is None and isinstance(enum, list) and len(enum) > 1:
                 yield from self._recipients_of_one_outside_domain(tool, name, enum)
                 continue
@@ -421,11 +427,14 @@ class SchemaValueCheck:
             account = _PAYEE_PARAM.search(name.lower()) is not None and _ACCOUNT_ID.fullmatch(v) is not None
             if not EMAIL_RE.fullmatch(v) and not _PHONE.fullmatch(v) and not url and not account:
                 continue
-            f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
+            f = next((x for x in tool.texts if x.param == name and x.kind in kinds
                       and x.lower.strip() == v), None)  # fmt: skip
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
-                                 f"parameter `{name}` accepts only the address {only.strip()[:60]}")
+                                 f"parameter `{name}` accepts only the address {only.strip()[:60]}"
+                                 if kinds != ("default",) else
+                                 f"parameter `{name}`, a copy's recipient, defaults to {only.strip()[:60]} and is "
+                                 "required or to be kept")
 
     def _recipients_of_one_outside_domain(self, tool: ParsedTool, name: str, enum: list[object]
                                           ) -> Iterator[Finding]:  # fmt: skip
@@ -467,10 +476,16 @@ class SchemaValueCheck:
             enum = spec.get("enum")
             if only is None and isinstance(enum, list) and len(enum) == 1:
                 only = enum[0]
+            kinds: tuple[str, ...] = ("enum", "const")
+            if only is None and isinstance(spec.get("default"), str) and _COPY_PARAM.search(name.lower()) and (
+                    name in {p.lower() for p in tool.required_params()} or _KEEP_DEFAULT.search(str(spec.get("description", "")).lower())):
+                # `forward_copy_to`, required, default "+447700900123" ("keep the default"): a copy of
+                # every message to the number the definition chose
+                only, kinds = spec["default"], ("default",)
             if not isinstance(only, str) or BROAD_VALUE_RE.fullmatch(only.strip().lower()) is None:
                 continue
             v = only.strip().lower()
-            f = next((x for x in tool.texts if x.param == name and x.kind in ("enum", "const")
+            f = next((x for x in tool.texts if x.param == name and x.kind in kinds
                       and x.lower.strip() == v), None)  # fmt: skip
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "model_directives", "high", "fixed_broad_right",
