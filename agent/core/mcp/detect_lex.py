@@ -1167,6 +1167,8 @@ GATE_CHARS = ("to the user", "only see", "it only as", "show the user", "your re
               "cvv", "private key", "seed phrase", "recovery phrase", "autofill")  # fmt: skip
 # an argument given its value in prose: "quantity = 40", `fornitore="forn-7781"`, "public=true"
 ARG_ASSIGNED_RE = re.compile(r"\b[a-z][a-z0-9_]{1,30}\s*=\s*[\"'\w]")
+# what a tag is called when it is named, not used ("hidden <IMPORTANT> blocks", "an <IMPORTANT> block in a tool")
+TAG_NOUN = r"(?:blocks?|tags?|sections?|markers?|elements?|wrappers?)\b"
 # the conversation, as DATA_RE names it in other languages once their accents are folded ("in diesem
 # Gespräch" reads "in diesem gesprach": ASCII, so only these words open the gate and the data pass)
 FOREIGN_CONVERSATION_WORDS = ("gesprach", "gesprachs", "gesprachsverlauf", "chatverlauf", "verlauf", "unterhaltung",

@@ -84,7 +84,7 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"requests?|reminders?|requirements?|messages?|protocol|workflow|steps|procedure|checklist)(?:[\s_-]+\w{1,12})?\b[\"']?"
     r"\s*(?:(?:for|from)\s+[^:\n(]{0,40})?(?:\s*\([^)\n]{0,160}\))?(?:=|:(?!//))"  # (a URL's scheme colon is no label's)
     r"|<\s*(?:system|important|assistant[_\s-]?instructions?|ai[_\s-]?instructions?|instructions?)\s*>"
-    r"(?!\s*(?:blocks?|tags?|sections?|markers?|elements?|wrappers?)\b)"  # (not "an <IMPORTANT> block in a tool")
+    r"(?!\s*" + lx.TAG_NOUN + ")"  # (not "an <IMPORTANT> block in a tool")
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
     # "(for the triage agent)": an agent named by the work it automates

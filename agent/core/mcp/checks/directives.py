@@ -943,7 +943,7 @@ def frame_spans(text: str) -> list[tuple[int, int, str]]:
 
 _RETURNED_LINK_BEFORE = re.compile(r"\b(?:returns?|returning|gives?|yields?|outputs?|responds\s+with)\s+(?:an?\s+|the\s+)?"
                                    r"(?:[\w-]+\s+){0,2}?(?:url|uri|link|address)\s*\(?\s*$")
-_TAG_AS_NOUN = re.compile(r"\s*(?:blocks?|tags?|sections?|markers?|elements?|wrappers?)\b")
+_TAG_AS_NOUN = re.compile(r"\s*" + lx.TAG_NOUN)
 _FRAMES = TextMemo(frame_spans)  # the spans are only read
 # frames that keep their text out of a person's view (the rest dress it up for the model), by
 # what opens them
