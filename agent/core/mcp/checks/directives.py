@@ -115,9 +115,14 @@ _BY_AGENT = re.compile(r"\s+by\s+(?:the|a|an|its|this|that|each|every|your|our|t
 # "email bodies can contain …", "post titles are …": the verb's form as a noun, a subject
 _NOUN_SUBJECT = re.compile(r"\s+(?:[a-z-]+\s+)?(?:are|is|were|was|has|have|can|could|may|might|will|would|often|"
                            r"usually|sometimes|contains?|includes?)\b")
+# withheld until the person acts ("until they have guessed", "until the player has made a guess"), not
+# until someone finds out ("unless the user notices", "until they check the logs": hidden until caught)
 _UNTIL = re.compile(r"[^.;]{0,50}?\b(?:until|before|unless)\s+(?:they|the\s+(?:user|student|player|reader|learner|pupil|"
-                    r"candidate))\s+(?:have\s+|has\s+)?(?:submit(?:s|ted)?|answer(?:s|ed)?|finish(?:es|ed)?|complete[sd]?|"
-                    r"solve[sd]?|attempt(?:s|ed)?|tr(?:y|ies|ied)|asks?|requests?|confirms?|gives?\s+up|give[sn]?\s+up)"
+                    r"candidate|guesser|participant|contestant)s?)\s+(?:have\s+|has\s+)?(?!(?:are|is|was|were|be|been|"
+                    r"notices?|noticed|finds?|found|discovers?|discovered|sees?|saw|seen|spots?|spotted|checks?|checked|"
+                    r"looks?|looked|inspects?|inspected|audits?|audited|reviews?|reviewed|reads?|leaves?|left|logs?|"
+                    r"closes?|closed|stops?|stopped|goes|gone|already|actually|realise[sd]?|realize[sd]?|learns?|"
+                    r"learned|hears?|heard)\b)[a-z]{3,}"
                     # "do not display values in chat unless requested": shown when the user asks
                     r"|[^.;]{0,50}?\bunless\s+(?:explicitly\s+|specifically\s+)?(?:requested|asked(?:\s+for)?)\b")
 _SESSION_SOURCE = re.compile(r"\b(?:(?:in|from)\s+(?:the\s+|this\s+|your\s+)?(?:context|conversation|chat|session|history)|"
@@ -1091,6 +1096,38 @@ def _guard_on_self(t: str, tool: ParsedTool) -> bool:
                      rf"\s+(?:if|when|after|once|unless)\b", t) is not None
 
 
+# what a concealment hides, when it is a bare noun phrase ("the pairings", "the correct answer") ended by
+# whom or where it is hidden from, or by the sentence's end; a qualified one ("results from x.com",
+# "reviews below 4 stars") picks what the user may see of the tool's output, and is not matched
+_WITHHELD = re.compile(r"\s+(?:the|its|their|each|every)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s*"
+                       r"(?:(?:to|from|with)\s+(?:the\s+user|them|the\s+player|anyone|others|the\s+group)\b|"
+                       r"in\s+(?:your|the)\s+(?:reply|answer|response|chat|summary)\b|until\b|[;,.]|$)")
+_SHOW_VERBS = ("reveal", "show", "display", "disclose", "mention", "share", "expose")
+_NOT_A_PRODUCT = frozenset(("instruction", "instructions", "step", "steps", "call", "calls", "request", "requests",
+                            "note", "notice", "upload", "uploads", "copy", "copies", "change", "changes", "action",
+                            "actions", "transfer", "redirect", "message", "messages", "behaviour", "behavior",
+                            "fact", "operation", "process", "extra", "additional", "background", "hidden"))
+
+
+def _withholds_own_product(t: str, conceal: str, tool: ParsedTool, sent: Sentence) -> bool:
+    """Does the concealment keep back something the tool says it makes, for the person's sake ("Returns
+    a trivia question … and the correct answer. Do not reveal the correct answer to the user until …",
+    "Draws Secret Santa pairs … Do not reveal the pairings in your reply")? A game's answer is the
+    tool's own product; what an attack hides is what the text has the model do (the upload, this
+    step, these instructions), which no tool's first sentence names as what it returns."""
+    if sent.first or sent.framed or not conceal.endswith(_SHOW_VERBS):
+        return False  # (whom "do not inform …" names is a person, not a product)
+    k = t.find(conceal)
+    m = _WITHHELD.match(t, k + len(conceal)) if k >= 0 else None
+    if m is None:
+        return False
+    words = m.group(1).split()
+    if not _NOT_A_PRODUCT.isdisjoint(words):
+        return False
+    held = stems(m.group(1))
+    return bool(held) and held <= tool.purpose
+
+
 def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_Verdict]:
     """Severity from the combination of directive, objects and modifiers."""
     out: list[_Verdict] = []
@@ -1705,7 +1742,7 @@ def judge(sent: Sentence, c: Cues, objs: list[Obj], tool: ParsedTool) -> list[_V
         add(_Verdict(3, "hidden_instructions", "priority_claim", None,
                      f"claims authority over the user's or system's instructions ('{c.priority}')"))
     directive_or_framed = d or bool(sent.framed)
-    if c.conceal and directive_or_framed:
+    if c.conceal and directive_or_framed and not _withholds_own_product(t, c.conceal, tool, sent):
         add(_Verdict(2, "hidden_instructions", "order_conceal", None,
                      f"keep it from the user ('{c.conceal}')"))
     vendor_says = _MODEL_MAY.search(t) is not None and _VENDOR_SAYS.search(t) is not None
