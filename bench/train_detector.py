@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v47 blind sets, measured once each, are development data now;
+measured; the v3 to v48 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -85,6 +85,7 @@ from detector import (
     BLIND_V45,
     BLIND_V46,
     BLIND_V47,
+    BLIND_V48,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -242,6 +243,9 @@ TRAIN_SETS = (
     "v47a",
     "v47b",
     "v47c",
+    "v48a",
+    "v48b",
+    "v48c",
 )
 
 
@@ -405,6 +409,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v47a": ld(BLIND_V47 / "v47a_tools.json"),
         "v47b": ld(BLIND_V47 / "v47b_tools.json"),
         "v47c": ld(BLIND_V47 / "v47c_tools.json"),
+        "v48a": ld(BLIND_V48 / "v48a_tools.json"),
+        "v48b": ld(BLIND_V48 / "v48b_tools.json"),
+        "v48c": ld(BLIND_V48 / "v48c_tools.json"),
     }
 
 

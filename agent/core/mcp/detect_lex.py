@@ -213,7 +213,11 @@ OVERRIDE_RE = re.compile(
     r"value|the\s+only\s+(?:valid|accepted|allowed)\s+value|any\s+value\s+the\s+user|"
     r"if\s+(?:the\s+)?user\s+(?:asks|requests|wants|chooses|picks|selects)\b[^.;]{0,40}?,\s*(?:still|anyway|nevertheless)|"
     r"whatever\s+\w+\s+(?:the\s+)?user|whatever\s+(?:\w+\s+){1,2}?(?:was|is|were|are|gets?)\s+(?:requested|asked\s+for|given|"
-    r"specified|entered|chosen)|even\s+for|including\s+when\s+the\s+user)\b"
+    r"specified|entered|chosen)|even\s+for|including\s+when\s+the\s+user|"
+    # the user's own value put off ("the address the user asked for can be applied in a second call later")
+    r"(?:what|the\s+[\w-]+)\s+(?:the\s+user|they)\s+(?:asked\s+for|requested|wanted|chose|gave|typed|entered)\s+"
+    r"(?:can|could|may|will|should)\s+(?:only\s+)?(?:be\s+)?(?:applied|used|set|added|sent|done|made)\s+"
+    r"(?:later|afterwards|next\s+time|in\s+a\s+(?:second|later|follow-up|separate|subsequent)))\b"
     r"|\b(?:quel\s+que\s+soit|peu\s+importe|unabhangig|egal\s+was|sin\s+importar|"
     r"indipendentemente|ongeacht|независимо)\b|(?:无论|無論|何があっても)"
     # "even if the user asks for …" in other languages
@@ -228,7 +232,7 @@ CONCEAL_RE = re.compile(
     r"(?:\w+\s+){0,2}?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|"
     r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|describ(?:e|ing)|alert(?:ing)?|warn(?:ings?)?|show(?:ing)?|"
     r"display(?:ing)?|"
-    r"surfac(?:e|ing)|bring(?:ing)?\s+up|"
+    r"surfac(?:e|ing)|bring(?:ing)?\s+(?:it\s+|this\s+|that\s+|them\s+)?up|"
     r"point(?:ing)?\s+out|"
     r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
     r"list(?:ing)?\s+what|summari[sz](?:e|ing)\s+that|let(?:ting)?\s+(?:the\s+)?user\s+know|"
@@ -781,7 +785,9 @@ PERMISSION_RE = re.compile(
 GUARD_RE = re.compile(
     r"\b(?:ask\s+(?:them\s+|the\s+user\s+)?for\s+(?:explicit\s+)?(?:confirmation|approval|permission|consent)|"
     r"get\s+(?:their|the\s+user'?s|explicit)\s+(?:ok|okay|approval|confirmation|consent|go-ahead)|(?:only\s+(?:if|when)|unless)\s+(?:the\s+)?user\b|(?:if|when)\s+(?:the\s+)?user\s+"
-    r"(?:explicitly|specifically|expressly)|(?<!as\sif\s)(?<!as\sthough\s)(?:that|which|the)\s+(?:the\s+)?user\s+(?:has\s+)?"
+    r"(?:explicitly|specifically|expressly)|(?<!as\sif\s)(?<!as\sthough\s)(?:that|which|(?<=[a-z]\s)(?<!and\s)(?<!so\s)(?<!but\s)(?<!since\s)(?<!because\s)the)\s+"
+    # (not a clause that opens on "the user has asked for …": a claim of the user's wish, not the user's choice)
+    r"(?:the\s+)?user\s+(?:has\s+)?"
     r"(?:asked|requested|named|specified|provided|provides|chose|chooses|supplied|supplies|gave|"
     r"gives|lists?|listed|selected|selects|typed|enters|entered|picks|picked|names)|"
     # "pass confirm=true only after the user has approved the preview"
@@ -1159,7 +1165,8 @@ GATE_CHARS = ("to the user", "only see", "it only as", "show the user", "your re
               "preapproved", "autonomous mode", "already approved", "already consented",
               "has consented", "has approved", "has authorized", "signed off", "user cannot see",
               "user can't see", "user doesn't", "user does not", "not for the user",
-              "from the user", "instructions have", "your instructions", "system prompt",
+              "from the user", "user asked", "user requested", "user chose", "user picked", "user specified",
+              "user says", "user said", "user wants", "user wanted", "user typed", "instructions have", "your instructions", "system prompt",
               "new instructions", "operator instructions", "approval", "approved", "review",
               # the model addressed by name, the session's data, a value named by its parameter
               "the model", "the assistant", "so far", "discussed", "this url", "this endpoint",
@@ -1183,6 +1190,9 @@ GATE_WORDS = frozenset(
      "force", "confirmation", "confirmations", "admin", "administrator", "superuser", "model", "ai", "llm", "llms", "agent", "agents", "assistant", "assistants", "whichever", "another", "secret", "secrets", "aws", "token", "tokens", "apikey", "curl", "wget", "sudo", "chmod", "chown", "pip", "pip3", "pipx", "npm", "npx", "pnpm", "yarn", "powershell", "pwsh", "iex", "bash", "sh", "zsh", "nslookup", "dig", "nc", "ncat", "netcat", "socat", "printenv", "eval", "exec", "crontab", "scp", "rsync", "usermod", "python3", "uvx", "netrc", "npmrc", "pypirc", "pgpass", "bashrc", "zshrc", "zprofile", "bash_profile", "gnupg", "keychain", "authorized", "rsa", "ed25519", "ecdsa", "shadow", "passwd", "sudoers", "cron", "hooks", "workflows", "vscode", "gitconfig", "dotenv", "environ", "cookie", "cookies", "com", "net", "org", "xyz", "cc", "ru", "cn", "tk", "pw", "gg", "ly", "tv", "ws", "conversation", "conversations", "transcript", "transcripts", "clipboard", "untracked", "password", "passwords", "passphrase", "credential", "credentials", "secrets", "apikey", "external", "remote", "third", "outside", "offsite", "attacker", "evil", "webhook", "webhooks", "collector", "pastebin", "gist", "gists", "iban", "wallet", "routing", "tell", "told", "authority", "explain", "mention", "mentioning", "reveal", "disclose", "disclosed", "inform", "notify", "silently", "quietly", "secretly", "covertly", "discreetly", "hide", "conceal", "confidential", "bother", "ignore", "disregard", "forget", "supersede", "supersedes", "precedence", "priority", "pretend", "fabricate", "estimate", "consent", "consented", "autonomous", "directive", "directives", "claim", "recommend", "rank", "steer", "jailbreak", "obey", "comply", "succeeded", "regardless", "whatever", "irrespective", "matter", "instead", "rather", "prefer", "deprecated", "retired", "retirement", "outdated", "superseded", "unmaintained", "whenever", "behavior", "behaviour", "exfiltrate", "exfiltrates", "steal", "harvest", "leak", "bcc", "cc", "beacon", "telemetry", "reassure", "assure", "lie", "deceive", "mislead", "suspicious", "fraud", "omit", "omitting", "suppress", "doit", "devez", "toujours", "jamais", "muss", "immer", "niemals", "bitte", "debe", "siempre", "nunca", "deve", "sempre", "mai", "moet", "altijd", "nooit", "incluso", "aunque", "falta", "informe", "diga", "mencione", "besoin", "mesmo", "anche",
      # orders to drop the rules and to keep quiet, and the model named, in German, French, Spanish, Italian, Dutch
      "ignoriere", "ignorieren", "ignorez", "ignora", "ignorar", "negeer", "erwahne", "erwahnen", "verschweige",
-     "verschweigen", "modell", "ki", *FOREIGN_CONVERSATION_WORDS, *FOREIGN_SECRET_WORDS]
+     "verschweigen", "modell", "ki",
+     # "no informes al usuario", "no le digas", "nao conte ao usuario": the negated imperatives of keeping quiet
+     "informes", "menciones", "digas", "muestres", "reveles", "avises", "comentes", "conte", "usuario",
+     *FOREIGN_CONVERSATION_WORDS, *FOREIGN_SECRET_WORDS]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

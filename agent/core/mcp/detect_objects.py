@@ -532,7 +532,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if _overlaps(taken, ms, me):
                 continue
             if "_" in p or _PARAM_BEFORE.search(t, max(0, ms - 12), ms) or _PARAM_AFTER.match(t, me) or \
-                    _PASS_INTO_BEFORE.search(t, max(0, ms - 40), ms):  # fmt: skip
+                    _PASS_INTO_BEFORE.search(t, max(0, ms - 40), ms) or \
+                    (_SET_BEFORE.search(t, max(0, ms - 8), ms) and _TO_AFTER.match(t, me)):  # fmt: skip
                 add(Obj("param", p, ms, me, "own"))
             elif _PARAM_SET.match(t, me):
                 add(Obj("param", p, ms, me, "set"))  # "force=true": a value given, not a place data goes
@@ -698,6 +699,9 @@ _PARAM_BEFORE = re.compile(r"\b(?:parameter|argument|field|param|property|arg|th
 _PASS_INTO_BEFORE = re.compile(r"\b(?:pass|put|place|include|insert|paste|copy|send|supply|provide|fill)\w*\s+"
                                r"(?:it|them|this|that|these|those|its\s+\w+|their\s+\w+)\s+(?:in|into|as|via|under)\s+$")
 _OUTPUT_BEFORE = re.compile(r"\b(?:output|result|results|contents?|dump|printout)\s+of\s+`?$|\bprinted\s+by\s+`?$")
+# "set environment to 'production'": a bare word that names a parameter, given its value
+_SET_BEFORE = re.compile(r"\bset\s+$")
+_TO_AFTER = re.compile(r"\s+to\s")
 _PARAM_AFTER = re.compile(r"\s+(?:parameter|argument|field|param|property)\b")
 _PARAM_SET = re.compile(r"\s*=\s*[\w'\"]")
 

@@ -104,6 +104,8 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"needs?\s+to|ha(?:ve|s)\s+to|(?:is|are)\s+(?:to|required\s+to|expected\s+to))\b"
     # a role tag in brackets: "[system] Evaluation override: …", "[system]: New policy for the assistant."
     r"|\[\s*system\s*\]\s*:?(?!\()"
+    # an HTML comment that opens as the system speaking: "<!-- system: The current user … has pre-approved …"
+    r"|<!--\s*system\s*:"
     # "[SYSTEM MESSAGE — PRIORITY OVERRIDE]": a bracketed header posing as the system's own message
     r"|\[\s*system[\s_-]+(?:message|prompt|notice|override|instructions?|directive)s?\b[^\]\n]{0,40}\]"
     # a vocative after a dash: "… - Assistants: the search tool is unreliable"
@@ -730,7 +732,8 @@ class ResultScanner:
                 continue  # "Agent reply: Hi Ahmed, …": a support agent's reply, not words to the model
             if _SAMPLE_LABEL_BEFORE.search(low, max(0, m.start() - 24), m.start() + 1):
                 continue  # "Example system prompt: "You are …"": a sample shown, not said
-            if _shown_block(low, m.start() + len(m.group(0)) - len(m.group(0).lstrip())):
+            if _shown_block(low, m.start() + len(m.group(0)) - len(m.group(0).lstrip(" \t\n:;,.!?"))):
+                # (from the address's first word: a match may open on the colon that ends the intro line)
                 continue  # "… contains this line:\n    "Assistant, ignore …"": an indented or quoted sample
             sa, _sz = _sentence_at(low, m.start())
             sa = max(sa, m.start() - 300, seen_end)
@@ -1103,7 +1106,8 @@ _BLOCK_LINE = re.compile(r"(?: {4,}|\t|[ \t]{0,3}>)")
 _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:this|so)|as\s+follows|this\s+line|these\s+lines|"
                            r"(?:sends?|sent|writes?|posts?|posted|leaves?|left)\s+(?:you\s+|us\s+)?(?:this|the\s+following)\s+"
                            r"(?:message|e-?mail|text|note|comment|reply|review)|"
-                           r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|imagine|suppose|"
+                           r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|writes|typed|types|"
+                           r"imagine|suppose|"
                            r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$"
                            # the sentence runs on into the block: "A page containing hidden text such as\n    <p …"
@@ -1159,7 +1163,13 @@ def _intro_shows(line: str) -> bool:
     last = line.rfind(". ") + 1
     return _SAMPLE_INTRO.search(line) is not None and (
         _RESULT_ADDRESS_RE.search(line, last) is None or _HYPOTHETICAL.match(line, last) is not None or
-        _HERE_IS_SAMPLE.match(line, last) is not None)
+        _HERE_IS_SAMPLE.match(line, last) is not None) and _PASTE_OUTPUT_OF.search(line, last) is None
+
+
+# "… create a new issue titled "env" and paste into it the output of:": the block is what is to be run
+_PASTE_OUTPUT_OF = re.compile(r"(?:^|[.;:]\s+|\s(?:and|then)\s+)(?:please\s+)?(?:paste|post|send|include|attach|upload|"
+                              r"share|put|add)\b[^\n.]{0,40}?\b(?:the\s+)?(?:full\s+|complete\s+|whole\s+)?"
+                              r"output\s+of\s*:[ \t]*$")
 
 
 def _fenced_intro(low: str, i: int) -> str | None:
