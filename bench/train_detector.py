@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v48 blind sets, measured once each, are development data now;
+measured; the v3 to v49 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -86,6 +86,7 @@ from detector import (
     BLIND_V46,
     BLIND_V47,
     BLIND_V48,
+    BLIND_V49,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -246,6 +247,9 @@ TRAIN_SETS = (
     "v48a",
     "v48b",
     "v48c",
+    "v49a",
+    "v49b",
+    "v49c",
 )
 
 
@@ -412,6 +416,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v48a": ld(BLIND_V48 / "v48a_tools.json"),
         "v48b": ld(BLIND_V48 / "v48b_tools.json"),
         "v48c": ld(BLIND_V48 / "v48c_tools.json"),
+        "v49a": ld(BLIND_V49 / "v49a_tools.json"),
+        "v49b": ld(BLIND_V49 / "v49b_tools.json"),
+        "v49c": ld(BLIND_V49 / "v49c_tools.json"),
     }
 
 

@@ -266,6 +266,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             add_net(m.group(1), m.start(1), m.end(1), "host", "carrier")
     # a parameter of this tool set inline: "always pass force=true"
     for m in _ASSIGN_RE.finditer(t) if "=" in t else ():
+        if m.start(1) > 0 and t[m.start(1) - 1] in "?&":
+            continue  # a URL's query ("…/log?text="): the URL is the object, read below
         if m.group(1) in tool.params and not _overlaps(taken, m.start(1), m.end(1)):
             add(Obj("param", m.group(1), m.start(1), m.end(1), "set"))  # (a value set, not where data goes)
     # a command given as an exec argument list: `command ["sh", "-c", "env"]`

@@ -270,7 +270,9 @@ def name_words(name: str) -> list[str]:
 # ------------------------------------------------------------------ sentences
 
 # a sentence ends at . ! ? followed by a space (not in "e.g. " and friends), or a newline
-_SENT_END_RE = re.compile(r"[.!?。！？](?=\s|$)|\n|\x00")
+# (a CJK full stop ends a sentence with no space after it, also once folded to "." before the next character)
+_SENT_END_RE = re.compile(r"[.!?。！？](?=\s|$)|[。！？]|[.!?](?=[\u0400-\u04ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])|"
+                          r"\n|\x00")
 _ABBREV = ("e.g", "i.e", "etc", "vs", "approx", " no", "cf", "eg", "ie")
 
 

@@ -1110,6 +1110,9 @@ _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:th
                            r"imagine|suppose|"
                            r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$"
+                           # an experiment told: "in the middle of the page I added:"
+                           r"|\b(?:i|we|they|someone|the\s+attacker|the\s+researchers?)\s+(?:\w+\s+){0,2}?(?:added|inserted|planted|"
+                           r"injected|embedded|hid|placed|put|pasted|slipped)\b[^\n]*:[ \t]*$"
                            # the sentence runs on into the block: "A page containing hidden text such as\n    <p …"
                            r"|\b(?:such\s+as|e\.g\.?|for\s+example|for\s+instance|containing|contains|saying|says|reading|"
                            r"reads)[ \t]*$")  # ("The page contains\n\n    <p style=…>AI: stop …")

@@ -192,10 +192,26 @@ def _owned_or_excluded(v: str, pname: str, tool: ParsedTool) -> bool:
 _IGNORE_FILE_TOOL = re.compile(r"(?:git|docker|npm|eslint|prettier|helm)?ignore")
 
 
+_SSH_PUBLIC_KEY = re.compile(r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+"
+                             r"aaaa[0-9a-z+/]{40,}")
+
+
 class SchemaValueCheck:
     """See module docstring."""
 
     name = "schema_values"
+
+    def _login_keys(self, tool: ParsedTool) -> Iterator[Finding]:
+        """A login key shipped as a value (a default `"TF_VAR_admin_ssh_keys": "ssh-ed25519 AAAAC3…"`): whoever
+        holds its private half logs in wherever the value is used. No honest schema presets one."""
+        for f in tool.texts:
+            if not (f.kind in ("default", "const") or (f.kind == "other" and (".default" in f.path or
+                                                                              ".const" in f.path))):  # fmt: skip
+                continue
+            if (k := _SSH_PUBLIC_KEY.search(f.lower)) is not None:
+                yield finding_at(f, k.start(), k.end(), "model_directives", "high", "default_login_key",
+                                 f"a preset value holds an SSH public key ('{k.group(0)[:32]}…'): a login planted")
+                return
 
     def run(self, tool: ParsedTool, ctx: CheckContext) -> Iterator[Finding]:
         yield from self._fixed_recipients(tool)
@@ -205,6 +221,8 @@ class SchemaValueCheck:
         yield from self._credential_examples_pasted(tool)
         yield from self._session_param(tool)
         joined = tool.joined_lower
+        if "ssh-" in joined or "ecdsa-" in joined:
+            yield from self._login_keys(tool)
         traversal = "../" in joined or "..\\" in joined
         creds = not _CRED_WORDS.isdisjoint(tool.tokens)
         if not traversal and not creds and not (tool.kinds & _VALUE_KINDS) and "example" not in tool.kinds and \
