@@ -782,6 +782,8 @@ class ResultScanner:
                 # it labels its record, which ends at the object's close
                 closes = ("-->", "]]", "}")
             for close in closes:
+                if close == "]]" and low.rfind("[[", 0, m.start()) <= low.rfind("]]", 0, m.start()):
+                    continue  # (not inside a "[[…]]": a later "[[SYSTEM]]" tag closes nothing the address opened)
                 k = low.find(close, m.end(), z)
                 if k >= 0:
                     z = k + len(close)
