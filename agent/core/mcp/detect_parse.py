@@ -102,6 +102,7 @@ class ParsedTool:
     raw: dict[str, Any]
     _name_stems: frozenset[str] | None = None
     _purpose: frozenset[str] | None = field(default=None, repr=False)
+    _first_sentence: str | None = field(default=None, repr=False)
     plain: bool = False  # every string is plain ASCII without control characters
     kinds: frozenset[str] = frozenset()
     _texts: list[Field] | None = field(default=None, repr=False)
@@ -170,17 +171,24 @@ class ParsedTool:
         return bool(words) and stem("".join(words)) in self.server_stems
 
     @property
-    def purpose(self) -> frozenset[str]:
-        """Stems of the name and the first description sentence (computed when asked)."""
-        if self._purpose is None:
-            p = set(self.name_stems)
+    def first_sentence(self) -> str:
+        """The description's first sentence, lower-cased (its first 300 characters): the tool's job."""
+        if self._first_sentence is None:
+            first = ""
             desc = self.description
             if desc is not None:
                 bounds = split_sentences(desc.lower[:600])
                 if bounds:
                     a, z = bounds[0]
-                    p |= stems(desc.lower[a : min(z, a + 300)])
-            self._purpose = frozenset(p)
+                    first = desc.lower[a : min(z, a + 300)]
+            self._first_sentence = first
+        return self._first_sentence
+
+    @property
+    def purpose(self) -> frozenset[str]:
+        """Stems of the name and the first description sentence (computed when asked)."""
+        if self._purpose is None:
+            self._purpose = frozenset(set(self.name_stems) | stems(self.first_sentence))
         return self._purpose
 
     def text_fields(self) -> Iterator[tuple[int, Field]]:

@@ -1200,13 +1200,7 @@ _ACTS_WITH_KEY = re.compile(r"\b(?:sign|signs|signing|send|sends|transfer|transf
 
 
 def _read_only_job(tool: ParsedTool) -> bool:
-    desc = tool.description
-    if desc is None:
-        return False
-    bounds = split_sentences(desc.lower[:600])
-    if not bounds:
-        return False
-    first = desc.lower[bounds[0][0] : bounds[0][1]]
+    first = tool.first_sentence
     return _LOOKS_ONLY.match(first) is not None and _ACTS_WITH_KEY.search(first) is None
 
 
