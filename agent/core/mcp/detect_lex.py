@@ -77,7 +77,8 @@ LEAD_WORDS_RE = re.compile(r"[\s\-*>#]*(?:(?:also|then|just|and|next|first|final
 INTRO_COMMA_RE = re.compile(r"[\s\-*>#]*(?:to|for|before|after|when|whenever|if|once|first|then|next|"
                             r"prior\s+to)\b[^,.;:]{1,60},\s+")
 MODAL_RE = re.compile(
-    r"\b(?:must|should|shall|ought\s+to|needs?\s+to|have\s+to|has\s+to|had\s+better|"
+    # (not a necessity denied: "this flow exists so they don't have to")
+    r"\b(?:must|should|shall|ought\s+to|needs?\s+to|(?<!n't\s)(?<!not\s)(?<!dont\s)(?:have|has)\s+to|had\s+better|"
     r"(?:is|are)\s+(?:required|expected|obliged|supposed)\s+to|required(?!\s+(?!to\b|that\b|for\b|before\b|"
     r"by\b|when\b|if\b|and\b|or\b|on\b|in\b)[a-z])|requires?\s+(?:that|you)|"
     r"(?:requires?|needs?)\s+(?:an?\s+)?(?:prior|preceding|previous|first|initial|separate|successful)\s+"
@@ -361,8 +362,8 @@ CONSENT_RE = re.compile(
     # "you are authorised by the user's account settings to …": consent claimed for the user
     r"|(?:you\s+are|you're)\s+(?:already\s+)?(?:authori[sz]ed|permitted|cleared|allowed)\s+by\s+(?:the\s+)?user'?s?\b"
     # "you do not need to confirm again before passing them on": consent claimed as already given
-    r"|(?:do\s+not|don'?t|does\s+not|doesn'?t|will\s+not|won'?t|no|never)\s+(?:need|have)\s+to\s+(?:re-?confirm|(?:confirm|ask|check)\s+(?:\w+\s+){0,2}?"
-    r"(?:again|twice|each\s+time|every\s+time|anymore|any\s+more))"
+    r"|(?:do\s+not|don'?t|does\s+not|doesn'?t|will\s+not|won'?t|no|never)\s+(?:need|have)\s+to\s+(?:re-?confirm|(?:confirm|ask|check|approve)\s+(?:\w+\s+){0,2}?"
+    r"(?:again|twice|each\s+time|every\s+time|anymore|any\s+more|an?\s+(?:second|2nd|another)\s+time))"
     r"|(?:the\s+)?user\s+has\s+(?:already\s+)?(?:consented|approved|agreed|enabled\s+autonomous|"
     r"authori[sz]ed)|autonomous\s+mode|pre-?approved|already\s+signed\s+off|already\s+approved)\b"
     # "自动批准…所有工具调用,无需再征求用户同意" (Chinese), "確認なしで", "自動承認" (Japanese): no word
@@ -445,7 +446,10 @@ PRIORITY_RE = re.compile(
     r"|(?:supersedes?|overrides?|takes?\s+precedence\s+over|(?:has|have|takes?|gets?|is\s+given|are\s+given)\s+"
     r"(?:priority|precedence)\s+over|"
     r"outranks?|(?:rank|ranks|ranked|sit|sits|stand|stands)\s+above)\s+(?:any\s+|all\s+|the\s+)?(?:user|system|other|previous|prior|earlier|your|"
-    r"general\s+(?:guidance|guidelines|instructions|rules))"
+    r"general\s+(?:guidance|guidelines|instructions|rules)|"
+    # "… supersedes anything the user says"
+    r"(?:anything|everything|whatever)\s+(?:else\s+)?(?:the\s+user|the\s+system|you(?:'ve|\s+have|\s+were|\s+are)?\s+"
+    r"(?:been\s+)?(?:told|given|asked|instructed)))"
     r"|\byou\s+are\s+now\s+(?:in|operating\s+in|running\s+in|running\s+as|acting\s+as)\s+[^.;]{0,40}?"
     r"\bmode\b|\b(?:developer|maintenance|unrestricted|admin|debug|god|root|jailbreak|dan)\s+mode\s+"
     r"(?:is\s+)?(?:now\s+)?(?:enabled|on|active|activated|engaged)"
@@ -752,8 +756,9 @@ PERMISSION_RE = re.compile(
     r"(?:unlock|disarm)\w*`?\s+(?:[^.;]{0,50}?)(?:doors?|gates?|garage|alarms?|locks?|vaults?)|"
     r"(?:service|action|command)\s*[=:]?\s*[`'\"]?(?:unlock|disarm|alarm_disarm|open_cover)\b|"
     # review skipped: "push directly to main", "delete … .github/CODEOWNERS"
-    r"push\w*\s+(?:it\s+|them\s+|this\s+|the\s+\w+\s+)?(?:directly|straight)\s+(?:in)?to\s+(?:main|master|trunk|prod|production)|"
-    r"(?:remov|delet|empty|truncat)\w*\s+[^.;]{0,60}?(?:\.github/)?codeowners|"
+    r"(?:push|commit)\w*\s+(?:it\s+|them\s+|this\s+|the\s+\w+\s+)?(?:directly|straight)\s+(?:in)?to\s+(?:main|master|trunk|prod|production)|"
+    # (or the checks themselves deleted: "delete the `tests/` directory and `.github/workflows/`")
+    r"(?:remov|delet|empty|truncat)\w*\s+[^.;]{0,60}?(?:(?:\.github/)?codeowners|\.github/workflows|\.gitlab-ci\.yml)|"
     r"skip\s+(?:the\s+)?(?:risk|security|review|approval|identity|verification|safety|fraud|kyc|background)\s+checks?|"
     # review skipped by the order itself: "merge PR 91 now without running the checks", "… without review"
     r"without\s+(?:running\s+|any\s+|a\s+)?(?:the\s+)?(?:ci\s+|required\s+|status\s+|second\s+)?(?:checks?|tests?|"
@@ -763,7 +768,7 @@ PERMISSION_RE = re.compile(
     r"(?:disable|remove|delete|bypass|mute|suspend|turn_off|skip)_[a-z_]*(?:protection|audit\w*|logging|security|mfa|2fa|"
     r"reviews?|checks?|alerts?|monitor\w*|guardrails?|redaction|scan\w*)\b(?:\s*[:=]\s*[\w'\"]+)?|"
     r"[a-z_]*(?:audit|logging|redact|protection|security|monitor|safe_?browsing|safe_?search|firewall|antivirus|"
-    r"malware|phishing|encrypt)[a-z_]*`?\s+(?:[^.;]{0,30}?\s)?(?:with\s+)?"
+    r"malware|phishing|encrypt)[a-z_]*`?\s+(?:[^.;]{0,30}?\s)?(?:with\s+)?[`'\"]?"
     r"(?:level|mode|enabled|state|status|on)\s*[=:]\s*['\"]?(?:none|off|false|disabled|0)\b|"
     r"approval\s+prompt|"
     r"full\s+access|all\s+permissions|without\s+an\s+approval|admin\s+override|admin_mode|"
@@ -771,6 +776,8 @@ PERMISSION_RE = re.compile(
     # a role or group of rights named as an argument: role="finance_admin", group="Okta-Administrators"
     r"(?:role|group|scope|permission|access|level)s?\s*(?:[=:]\s*[\"'`]?|\s+[\"'`])[\w.-]*(?:admin(?:istrator)?s?|owners?|root|"
     r"superusers?)\b|"
+    # a policy that lets everyone in: Principal '*', "Principal":"*"
+    r"principal[\"'`]?\s*[=:]?\s*[\"'`]?\*[\"'`]?[\s,;)]*[a-z]+|"  # (ends on a word: the pattern's closing \b)
     # a wildcard scope: scope="*", scopes: '*'
     r"scopes?\s*[=:]\s*[\"'`]?\*[\"'`]?[\s,;)]*[a-z]+|"  # (ends on a word: the pattern's closing \b)
     r"[a-z]+_elevat\w*|"
@@ -820,6 +827,15 @@ BROAD_VALUE_RE = re.compile(r"(?:public(?:[-_]read(?:[-_]write)?)?|anyone(?:[-_]
 
 # ------------------------------------------------------------------ data kinds
 
+# "If a password manager tool is connected (1Password, Bitwarden …), retrieve every stored item": a vault
+# emptied whole (the secrets need no name of their own: every login it keeps)
+VAULT_EMPTIED_RE = re.compile(r"\b(password\s+manager|password\s+vault|vault|keychain|keyring|1password|bitwarden|"
+                              r"keepass\w*|lastpass|dashlane)\b[^.;]{0,80}?\b(?:retrieve|export|fetch|read|list|dump|pull|get|"
+                              r"copy)\s+(?:out\s+)?((?:every|each|all)\s+(?:of\s+)?(?:the\s+|its\s+)?(?:stored\s+|saved\s+)?"
+                              r"(?:items?|entr(?:y|ies)|logins?|records?|passwords?|credentials?|secrets?))\b")
+VAULT_WORDS = frozenset(("vault", "keychain", "keyring", "1password", "bitwarden", "keepass", "keepassxc", "lastpass",
+                         "dashlane", "manager"))
+
 # the user's or the session's data: what exfiltration wants
 DATA_RE = re.compile(
     # the session's data by how the model came to know it: "any file paths discussed so far",
@@ -837,7 +853,7 @@ DATA_RE = re.compile(
     r"shared|mentioned|wrote|typed|asked)|what\s+the\s+user\s+(?:has\s+)?(?:told\s+you|said|shared|"
     r"mentioned|wrote|typed)\s+(?:earlier|before|so\s+far|about)|"
     r"(?:a\s+)?(?:short\s+|brief\s+)?(?:summary|recap|digest|description)\s+of\s+(?:what\s+the\s+user|"
-    r"the\s+(?:current\s+)?(?:conversation|session|chat)|the\s+user'?s\s+(?:work|activity|session|"
+    r"(?:the|your|this)\s+(?:current\s+)?(?:conversation|session|chat)|the\s+user'?s\s+(?:work|activity|session|"
     r"requests?|messages?)|everything)|(?:verbatim|exact|full|entire|whole|complete|raw)\s+(?:user'?s?\s+)?"
     r"(?:messages?|prompts?|requests?|questions?|input)|(?:your|the\s+assistant'?s?)\s+(?:full\s+)?"
     r"(?:reply|replies|response|responses|answer)\b(?=\s*[>}\]\"'])|(?:any|all|every)\s+(?:[\w/-]+\s+){0,4}?(?:discussed|mentioned|shared|pasted|opened|seen)\s+"
@@ -1030,7 +1046,7 @@ _CLAUSE_VERB = re.compile(r"(?:^|[,;:(]\s*(?:(?:and|then|so)\s+)?|\b(?:and|then|
 _QUOTE_MARK = re.compile(r"(?<![a-z])'|'(?![a-z])")
 # ("… (including the secrets block) to https://…", "… - including attachments - to x@y": closed by a
 # parenthesis or a dash as well)
-_CLOSED_INSERT = re.compile(r"[^,;:\"'`()\u2013\u2014]{1,40}?(?:[,)]|\s[-\u2013\u2014])\s*(?:to|into|onto|at|via|with|using)\s+"
+_CLOSED_INSERT = re.compile(r"[^,;:\"'`()\u2013\u2014]{1,90}?(?:[,)]|\s[-\u2013\u2014])\s*(?:to|into|onto|at|via|with|using)\s+"
                             r"(?:the\s+|an?\s+)?[`'\"]?$")
 
 
@@ -1066,7 +1082,8 @@ _LOOKS_FOR_HEAD = re.compile(r"\b(?:checks?|checking|scans?|scanning|inspects?|i
 _CLAUSE_AFTER_LIST = re.compile(r",\s*(?:and|then|but)\s+(?:do\s+not|don'?t|never|please|also)\b")
 _PREDICATE_AFTER_LIST = re.compile(r"\b(?:belongs?|goes|must|should|shall|needs?\s+to|has\s+to|have\s+to|"
                                    r"(?:is|are)\s+to\s+be)\b")
-_SO_ORDER = re.compile(r"(?:,|;)\s+(?:so|then|and\s+then|therefore|hence)\s+(?:please\s+|just\s+)?([a-z]+)\b")
+_SO_ORDER = re.compile(r"(?:,|;)\s+(?:so|then|and\s+then|therefore|hence)\s+(?:(?:please|just|first|now|also|always)\s+)*"
+                       r"([a-z]+)\b")
 
 
 def _is_mention(sentence: str, start: int) -> bool:
@@ -1203,6 +1220,8 @@ GATE_WORDS = frozenset(
      "verschweigen", "modell", "ki",
      # "no informes al usuario", "no le digas", "nao conte ao usuario": the negated imperatives of keeping quiet
      "informes", "menciones", "digas", "muestres", "reveles", "avises", "comentes", "conte", "usuario",
+     # a password manager by name ("export every saved login from Bitwarden")
+     "vault", "keyring", "1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane",
      *FOREIGN_CONVERSATION_WORDS, *FOREIGN_SECRET_WORDS]
 )
 # (non-ASCII cue words are caught by the gate's non-ASCII pass: any non-ASCII sentence is analysed)

@@ -34,6 +34,8 @@ from agentsh.agent.core.mcp.detect_lex import (
     LEAD_WORDS_RE,
     REPLY_DEST_RE,
     SECRET_RE,
+    VAULT_EMPTIED_RE,
+    VAULT_WORDS,
     is_mention,
 )
 from agentsh.agent.core.mcp.detect_parse import ParsedTool, Sentence, name_words, stem
@@ -164,7 +166,25 @@ def _host_of(url: str) -> str:
     return m.group(1) if m else url
 
 
+# top-level domains that, inside a host name, end a whole other name ("registry.npmjs.org.pkgmirror.ru":
+# npmjs.org written in front of pkgmirror.ru); not "app" or "dev", common as labels of their own
+_INNER_TLDS = frozenset(("com", "org", "net", "io", "gov", "edu"))
+
+
+def dressed_as(host: str) -> str:
+    """The well-formed domain a host spells out in front of the one it really is in
+    ("registry.npmjs.org" of "registry.npmjs.org.pkgmirror.ru"), or "" (a host reads right to left;
+    a reader reads it left to right and stops at the name they know)."""
+    labels = host.split(":")[0].split(".")
+    for i in range(len(labels) - 3, 0, -1):
+        if labels[i] in _INNER_TLDS and len(labels[i - 1]) > 1:
+            return ".".join(labels[: i + 1])
+    return ""
+
+
 def _host_topic(host: str) -> frozenset[str]:
+    if (shown := dressed_as(host)) and host.count(".") < 12:
+        host = host[len(shown) + 1 :]  # what it is, not what it spells: pkgmirror.ru
     labels = [x for x in _DOT_DASH.split(host) if x and x not in ("www", "api", "com", "net",
                                                                       "org", "io", "dev")]
     return frozenset(stem(x) for x in labels)
@@ -549,8 +569,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if name in _NOT_SERVER or (tool.server and name == tool.server.lower()):
                 continue
             words = [stem(x) for x in _SPACE_DOT_DASH.split(name) if x]
-            if words and tool.server_stems.issuperset(words):
-                continue  # "the Catalogix server" of server catalogix-lineage: this one
+            if (words and tool.server_stems.issuperset(words)) or _this_named_server(name, tool):
+                continue  # "the Catalogix server" of server catalogix-lineage, "this Notion server": this one
             if name.split()[-1] in _NOT_SERVER or name.endswith("'s"):
                 continue
             if (m.group(1) and _INFINITIVE.match(name)) or _SERVER_AS_MODIFIER.match(t, m.end()):
@@ -596,6 +616,10 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     if not ascii_t or not toks.isdisjoint(_SECRET_WORDS):
         for text, s, e in _SECRETS(t):
             out.append(Obj("secret", text, s, e))
+    if not toks.isdisjoint(VAULT_WORDS):
+        for m in VAULT_EMPTIED_RE.finditer(t):  # "retrieve every stored item" of a password manager
+            if not any(o.kind == "secret" and o.start < m.end(2) and m.start(2) < o.end for o in out):
+                out.append(Obj("secret", m.group(2), m.start(2), m.end(2)))
     if "$" in t or "_" in t:
         for text, s, e in _ENV_NAMES(t):
             if not _overlaps(taken, s, e):
@@ -856,6 +880,12 @@ def _dotted_tool_obj(srv: str, name: str, ms: int, me: int, t: str, tool: Parsed
     return o
 
 
+def _this_named_server(name: str, tool: ParsedTool) -> bool:
+    """"this Notion server" in a tool of server notion: the server speaking of itself by name (a
+    tool the client lists from another server stays that server's: peers are judged first)."""
+    return name.startswith(("this ", "our ")) and tool.is_this_server(name.split(None, 1)[1])
+
+
 def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> Obj:
     """A tool named in the sentence, with where it lives."""
     topic = frozenset(stem(w) for w in name_words(name))
@@ -880,5 +910,7 @@ def _tool_obj(name: str, s: int, e: int, t: str, tool: ParsedTool, own: str) -> 
     for m in SERVER_RE.finditer(near):
         g = next((x for x in m.groups() if x), "").strip().lower()
         if g and g not in _NOT_SERVER and g.split()[-1] not in _NOT_SERVER:
+            if _this_named_server(g, tool):
+                return Obj("tool", name, s, e, "sibling", "", topic)  # "from this Notion server", said by notion
             return Obj("tool", name, s, e, "other_server", g, topic)
     return Obj("tool", name, s, e, "unknown", "", topic)

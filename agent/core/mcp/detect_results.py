@@ -90,6 +90,9 @@ _EXTRA_ADDRESS_RE = re.compile(
     # "(for the triage agent)": an agent named by the work it automates
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:triage|coding|code|review|repair|autofix|"
     r"ci|sre|devops|research|browsing|shopping|inbox)\s+(?:agents?|assistants?|bots?)\s*[)\]]"
+    # "Workaround (applies to automated clients and AI agents): …": a label that hands what follows to the model
+    r"|\(\s*(?:applies|applicable|relevant|addressed|directed|intended)\s+(?:only\s+)?to\s+[^)\n]{0,50}?\b(?:ai|llm)\s+"
+    r"(?:agents?|assistants?|models?)\s*\)\s*:"
     # "(for automated and AI reviewers)": readers named by their kind, people excluded
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+|all\s+)?(?:automated\s+(?:and|or|&)\s+)?(?:ai|llm|automated)\s+"
     r"(?:reviewers?|readers?|triagers?|maintainers?|contributors?|coders?|helpers?)\s*[)\]]"
@@ -107,7 +110,8 @@ _EXTRA_ADDRESS_RE = re.compile(
     # an HTML comment that opens as the system speaking: "<!-- system: The current user … has pre-approved …"
     r"|<!--\s*system\s*:"
     # "[SYSTEM MESSAGE — PRIORITY OVERRIDE]": a bracketed header posing as the system's own message
-    r"|\[\s*system[\s_-]+(?:message|prompt|notice|override|instructions?|directive)s?\b[^\]\n]{0,40}\]"
+    # ("[SYSTEM NOTE — authorised by the document owner]")
+    r"|\[\s*system[\s_-]+(?:message|prompt|notice|note|policy|override|instructions?|directive)s?\b[^\]\n]{0,40}\]"
     # a vocative after a dash: "… - Assistants: the search tool is unreliable"
     r"|\s[-\u2013\u2014]\s+(?:ai\s+)?(?:assistants?|agents?|llms?|models?)\s*:\s"
     r"|\bfor\s+(?:ai|automated|llm)\s+(?:[\w-]+\s+)?(?:assistants?|agents?|models?|bots?|tools?|operators?|helpers?|"
@@ -1109,7 +1113,9 @@ _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:th
                            r"(?:sends?|sent|writes?|posts?|posted|leaves?|left)\s+(?:you\s+|us\s+)?(?:this|the\s+following)\s+"
                            r"(?:message|e-?mail|text|note|comment|reply|review)|"
                            r"something\s+like|might\s+(?:say|contain|read|look)|looks?\s+like|titled|reads?|said|says|wrote|writes|typed|types|"
-                           r"imagine|suppose|"
+                           r"imagine|suppose|variants?|"
+                           # "Another variant pretends to be the system:": a form of attack described
+                           r"pretends?\s+to\s+be|pretending\s+to\s+be|poses?\s+as|posing\s+as|disguised\s+as|impersonat\w+|"
                            r"quoted?|payloads?|proof\s+of\s+concept|poc|samples?|demo|attackers?|malicious|injections?|"
                            r"poisoned|contains?|containing|test\s+(?:page|case|file|document|input|string|fixture))\b[^\n]*:[ \t]*$"
                            # an experiment told: "in the middle of the page I added:"
@@ -1375,7 +1381,7 @@ _SAMPLE_LABEL_BEFORE = re.compile(r"(?<![\w.@/-])(?:example|sample|e\.g\.|typica
 _SECRET_ENV = re.compile(r"key|token|secret|passw|credential|auth")
 # what the addressee is doing, between it and the label's colon: "… and AI assistants preparing this payment:"
 _DOING_TO_COLON = re.compile(r"[ \t]+[a-z]+ing[ \t]+(?:[\w'-]+[ \t]+){0,4}?[\w'-]+:")
-_PEOPLE_AND = re.compile(r"\b(?:clients?|users?|developers?|operators?|teams?|integrators?|maintainers?)"
+_PEOPLE_AND = re.compile(r"(?<!automated\s)\b(?:clients?|users?|developers?|operators?|teams?|integrators?|maintainers?)"
                          r"\s+(?:and|&)\s+(?:ai\s+)?(?:agents?|assistants?|bots?|llms?)\b")
 _FILE_NAME_RUN = re.compile(r"[(\"'`]?[\w-]+[_-][\w.-]*\.(?:json|ya?ml|toml|md|txt|py|js|ts|cfg|conf|ini|xml|lock)")
 _FIVE_UNDERSCORES = re.compile(r"_(?:[^\s\"'<>_]*_){4}")

@@ -68,6 +68,14 @@ _CLOUD_GRANT = re.compile(r"\biam\s+(?:attach|put)-(?:user|group|role)-policy\b|
                           r"\biam\s+update-assume-role-policy\b|add-iam-policy-binding\b|"
                           r"\brole\s+assignment\s+create\b|administratoraccess|roles/(?:owner|editor)\b",
                           re.IGNORECASE)
+_SQL_CLIENTS = frozenset(("psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "cqlsh", "mongo",
+                          "mongosh", "redis-cli"))
+_SQL_DESTROYS = re.compile(r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b|\btruncate\s+(?:table\s+)?[\w\"]|"
+                           r"\bdelete\s+from\s+[\w.\"]+\s*(?:;|$|[\"'])|\bflushall\b|\bflushdb\b|dropdatabase\(")
+# a package manager's configuration that changes where every later install comes from
+_REPOINTED_SOURCE = re.compile(r"\bconfig\s+(?:--global\s+|--user\s+|-g\s+)?set\s+(?:--global\s+)?(?:global\.|user\.|install\.)?"
+                               r"(?:index-url|extra-index-url|trusted-host|registry|@[\w-]+:registry|strict-ssl|"
+                               r"npmregistryserver|cafile)\b")
 # package managers whose `run` starts a script or command of the project itself
 _PROJECT_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun", "uv", "poetry", "pdm", "hatch", "cargo"))
 _SECRET_VAR = re.compile(r"token|key|secret|pass|pwd|auth|cred|aws|session|cookie|dsn|database_url",
@@ -319,6 +327,9 @@ def classify(text: str) -> Shell | None:
             hit("privesc", "kubectl grants cluster rights")
         if name == "kubectl" and re.search(r"\bdelete\b.*(?:--all\b|\s-A\b|--all-namespaces|\bnamespace\b|\bns\b)", joined):
             hit("destructive", "kubectl deletes every resource of a kind or a namespace")
+        if name in _SQL_CLIENTS and _SQL_DESTROYS.search(joined):
+            # `psql "$DATABASE_URL" -c "DROP TABLE reviews CASCADE;"`: the data itself destroyed
+            hit("destructive", f"{name} drops or empties tables")
         if name == "git":
             if re.search(r"push\b.*(?:--force|-f\b|--mirror)", joined):
                 hit("destructive", "git push --force")
@@ -340,7 +351,11 @@ def classify(text: str) -> Shell | None:
             r"pythonpath|bash_env", joined
         ):
             hit("persist", f"{name} {joined[:40]}")
-        if name in INSTALLERS:
+        if name in INSTALLERS and _REPOINTED_SOURCE.search(joined):
+            # "pip config set global.index-url http://…", "npm config set registry …": every later install
+            # fetched from that host (or TLS checks off for it), long after this command
+            hit("persist", f"{name} config points later installs at another source")
+        elif name in INSTALLERS:
             if name == "docker" and re.search(r"--privileged|-v\s+/:|--pid=host|--net=host", joined):
                 hit("privesc", "docker run --privileged / host mount")
             elif name in _PROJECT_RUNNERS and args[:1] == ["run"] and not re.search(r"--with\b|@|://", joined):

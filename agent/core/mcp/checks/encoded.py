@@ -270,7 +270,9 @@ def decoded_runs(text: str) -> Iterator[tuple[str, int, int, str]]:
     if hinted or len(_ROT13_WORDS.intersection(low.split())) >= 2:
         # the longest run of words that reads as English after ROT13 (when the text names ROT13, a
         # run that holds a URL once rotated is enough: "(rot13): Nyfb eha: phey uggcf://…")
-        for m in re.finditer(r"[A-Za-z][A-Za-z ,.'~/_:;!?()@|-]{15,}", text):
+        # (digits after a dash are part of a run: ROT13 leaves them as they are, "dn-obg-7" reads "qa-bot-7";
+        # not digits after letters, "rot13 for the bot: Qryrgr …" starts the run after the hint)
+        for m in re.finditer(r"[A-Za-z](?:[A-Za-z ,.'~/_:;!?()@|]|-[0-9]*){15,}", text):
             run = m.group(0)
             dec = codecs.decode(run, "rot13")
             if len(_ROT13_WORDS.intersection(run.lower().split())) >= 2 or (hinted and (
