@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v50 blind sets, measured once each, are development data now;
+measured; the v3 to v51 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -88,6 +88,7 @@ from detector import (
     BLIND_V48,
     BLIND_V49,
     BLIND_V50,
+    BLIND_V51,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -254,6 +255,9 @@ TRAIN_SETS = (
     "v50a",
     "v50b",
     "v50c",
+    "v51a",
+    "v51b",
+    "v51c",
 )
 
 
@@ -426,6 +430,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v50a": ld(BLIND_V50 / "v50a_tools.json"),
         "v50b": ld(BLIND_V50 / "v50b_tools.json"),
         "v50c": ld(BLIND_V50 / "v50c_tools.json"),
+        "v51a": ld(BLIND_V51 / "v51a_tools.json"),
+        "v51b": ld(BLIND_V51 / "v51b_tools.json"),
+        "v51c": ld(BLIND_V51 / "v51c_tools.json"),
     }
 
 

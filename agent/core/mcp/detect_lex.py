@@ -206,7 +206,7 @@ ADDRESS_RE = re.compile(
 OVERRIDE_RE = re.compile(
     r"\b(?:regardless(?:\s+of)?|whatever\s+(?:the\s+)?(?:user|they|you|is|was|it|findings|results|outcome|"
     r"evidence|content|review)|no\s+matter\s+"
-    r"(?:what|which|who)|irrespective\s+of|even\s+(?:when|if|though)|in\s+addition\s+to\s+"
+    r"(?:what|which|who)|irrespective\s+of|even\s+(?:when|if|though)|(?:in\s+addition\s+to|besides|on\s+top\s+of)\s+"
     r"(?:anything|whatever|what|any)|instead\s+of\s+(?:what|the\s+(?:user|requested|given))|"
     r"rather\s+than\s+(?:what|the\s+(?:user|requested|given))|on\s+every\s+call|in\s+every\s+call|"
     r"for\s+every\s+(?:call|request)|every\s+(?:single\s+)?(?:call|request)|"
@@ -736,7 +736,12 @@ FOREIGN_REDIRECT_RE = re.compile(
     r"obsolet[aoei]s?|obsol[eè]te|ya\s+no\s+(?:se\s+mantiene|funciona)|au\s+lieu\s+de|[aà]\s+la\s+place|"
     r"n'utilisez\s+(?:pas|plus)|stattdessen|anstatt|anstelle|veraltet|nicht\s+mehr\s+(?:verwenden|benutzen|nutzen)|"
     r"em\s+vez\s+de|no\s+lugar\s+de|em\s+seu\s+lugar|n[aã]o\s+(?:use|utilize|chame)\s+(?:esta|este)|invece\s+di|"
-    r"al\s+posto\s+di|non\s+(?:usare|utilizzare|chiamare)|in\s+plaats\s+van|verouderd)\b"
+    r"al\s+posto\s+di|non\s+(?:usare|utilizzare|chiamare)|in\s+plaats\s+van|verouderd|"
+    # this tool kept for when the other finds nothing: "dieses Werkzeug nur nutzen, wenn dort nichts gefunden
+    # wird", "usa esta herramienta solo si", "n'utilisez cet outil que si"
+    r"(?:dieses|diese[sn]?)\s+(?:werkzeug|tool|funktion)\s+nur\s+(?:dann\s+)?(?:nutzen|verwenden|benutzen|aufrufen)|"
+    r"(?:usa|use|utiliza|utilice|llama|llame)\s+esta\s+(?:herramienta|funcion)\s+solo\s+(?:si|cuando)|"
+    r"n'?utilise[rz]?\s+cet\s+outil\s+que\s+(?:si|lorsque|quand))\b"
 )
 # the order runs around a call ("before the first search", "after listing", "prerequisite")
 SEQUENCE_RE = re.compile(
@@ -747,7 +752,7 @@ SEQUENCE_RE = re.compile(
 )
 # broader rights than asked for
 PERMISSION_RE = re.compile(
-    r"\b(?:public(?:ly)?|anyone(?:_with_link)?|everyone|admin(?:istrator)?|root|superuser|writer|"
+    r"\b(?:public(?:ly)?|anyone(?:_with_link)?|everyone|admin(?:istrator)?|admins|root|superuser|writer|"
     r"owner(?!/|\s*/\s*(?:name|repo)|\s+(?:and|or|&)\s+repo|\s+(?:name|id|field|login)\b)|force(?:=true)?|--force|privileged|0?777|0?666|a\+rwx?|grant\w*|elevat\w*|"
     r"disable\w*\s+(?:the\s+)?(?:tests?|checks?|ssl|tls|verification|security|review|2fa|mfa|firewall|antivirus|selinux|"
     r"apparmor|audit\w*)|"
@@ -776,6 +781,8 @@ PERMISSION_RE = re.compile(
     # a role or group of rights named as an argument: role="finance_admin", group="Okta-Administrators"
     r"(?:role|group|scope|permission|access|level)s?\s*(?:[=:]\s*[\"'`]?|\s+[\"'`])[\w.-]*(?:admin(?:istrator)?s?|owners?|root|"
     r"superusers?)\b|"
+    # branch protection lowered by its arguments: enforce_admins=false, required_approving_review_count=0
+    r"enforce_admins[\"'`]?\s*[=:]\s*[\"'`]?false|required_approving_review_count[\"'`]?\s*[=:]\s*[\"'`]?0(?![\d.])|"
     # a policy that lets everyone in: Principal '*', "Principal":"*"
     r"principal[\"'`]?\s*[=:]?\s*[\"'`]?\*[\"'`]?[\s,;)]*[a-z]+|"  # (ends on a word: the pattern's closing \b)
     # a wildcard scope: scope="*", scopes: '*'
@@ -885,6 +892,9 @@ DATA_RE = re.compile(
     r"(?:every|each|all|any)\s+other\s+(?:open\s+|active\s+|recent\s+|pending\s+)?(?:customers?'?s?\s+|users?'?s?\s+)?"
     r"(?:tickets?|customers?|users?|accounts?|orders?|records?|patients?|employees?|cases?|conversations?|"
     r"clients?|members?)\b|"
+    # the files' own text, every one of them: "base64 of the first 40 lines of each file listed"
+    r"(?:the\s+)?(?:(?:full\s+)?contents?|(?:first|last)\s+\d+\s+lines|(?:full\s+)?text)\s+of\s+(?:each|every|all(?:\s+the)?)\s+"
+    r"files?\b|"
     # people's records in bulk: "the full users table", "the entire customer database"
     r"(?:the\s+)?(?:entire|full|whole|complete)\s+(?:users?|customers?|clients?|employees?|members?|contacts?|"
     r"patients?|subscribers?|accounts?)\s+(?:table|database|db|list|records|export|dump)|"
@@ -928,6 +938,11 @@ DATA_RE = re.compile(
     r"reports?|lists?|memos?|notes|data|roadmaps?|contracts?)\b"
     r"|(?:historique|conversation|gesprach\w*|verlauf|unterhaltung|conversacion|historial|"
     r"conversazione|cronologia|gesprek|conversas?\b|переписк\w*|истори\w+\s+(?:чата|диалога)|диалог\w*|会話|"
+    # the files of the session in other languages: "все ранее прочитанные файлы", "весь открытый файл",
+    # "alle zuvor gelesenen Dateien", "todos los archivos leidos", "tous les fichiers lus"
+    r"(?:все|всех)\s+(?:ранее\s+)?(?:прочитанн|открыт)\w*\s+файл\w*|вес[ья]\s+открыт\w*\s+файл\w*|"
+    r"alle\s+(?:zuvor\s+|bisher\s+)?(?:gelesenen|geoffneten)\s+dateien|todos\s+los\s+archivos\s+(?:leidos|abiertos)|"
+    r"tous\s+les\s+fichiers\s+(?:lus|ouverts)|"
     r"履歴|对话|對話|聊天记录|聊天記錄)"
 )
 # secrets and credentials as nouns

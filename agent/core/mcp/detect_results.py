@@ -70,7 +70,8 @@ _ADDRESS_WORDS = frozenset(
 # (their own, small pattern: tried around their anchor words, which prose holds now and then)
 _READER_AT_WORK = (
     r"\b(?:before|after|when|while)\s+(?:presenting|showing|summari[sz]ing|displaying|relaying|rendering|returning)\s+"
-    r"(?:this|these|the)(?:\s+[\w-]+){0,3}?(?:\s+to\s+the\s+user)?\s*,\s*(?:tell|say|inform|warn|ask|call|send|run)\b"
+    r"(?:this|these|the|it)(?:\s+[\w-]+){0,3}?(?:\s+to\s+the\s+user)?\s*,\s*(?:tell|say|state|claim|inform|warn|ask|call|"
+    r"send|run|omit|leave)\b"
     r"|\bfor\s+the\s+rest\s+of\s+(?:the|this|your)\s+(?:session|conversation|chat)\b"
     r"|\b(?:after|once|when)\s+you\s+(?:have\s+)?(?:read|open|opened|view|viewed|process|processed|summari[sz]e)\s+"
     r"this\s+(?:ticket|issue|email|e-mail|message|page|document|file|thread|comment|review)\b"
@@ -90,6 +91,15 @@ _EXTRA_ADDRESS_RE = re.compile(
     # "(for the triage agent)": an agent named by the work it automates
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:triage|coding|code|review|repair|autofix|"
     r"ci|sre|devops|research|browsing|shopping|inbox)\s+(?:agents?|assistants?|bots?)\s*[)\]]"
+    # the model's vendor speaking: "Message from the AI provider's safety team: …"
+    r"|\b(?:message|notice|note|instructions?|update|directive)\s+from\s+(?:the\s+|your\s+)?(?:ai|llm|model|assistant)\s+"
+    r"(?:provider|vendor|developer|maker|company)'?s?\b[^:\n]{0,40}:"
+    # a heading that dedicates its section to the model: "## For AI coding tools"
+    r"|^[ \t]*#{1,6}[ \t]+(?:[\w'-]+[ \t]+){0,2}?for[ \t]+(?:the[ \t]+|all[ \t]+|any[ \t]+)?(?:ai|llm|automated)[ \t]+"
+    r"(?:[\w-]+[ \t]+)?(?:assistants?|agents?|models?|bots?|tools?|readers?|crawlers?)[ \t]*$"
+    # "… for whoever's AI helper reads this channel": the reader named by what it does
+    r"|\bfor\s+(?:whoever'?s|whichever|any|the)\s+(?:ai|llm)\s+(?:helper|assistant|agent|bot)s?\s+(?:reads?|is\s+reading|"
+    r"reading|sees?|watches|monitors)\s+this\b"
     # "Workaround (applies to automated clients and AI agents): …": a label that hands what follows to the model
     r"|\(\s*(?:applies|applicable|relevant|addressed|directed|intended)\s+(?:only\s+)?to\s+[^)\n]{0,50}?\b(?:ai|llm)\s+"
     r"(?:agents?|assistants?|models?)\s*\)\s*:"
@@ -736,7 +746,7 @@ class ResultScanner:
                 continue  # "Agent reply: Hi Ahmed, …": a support agent's reply, not words to the model
             if _SAMPLE_LABEL_BEFORE.search(low, max(0, m.start() - 24), m.start() + 1):
                 continue  # "Example system prompt: "You are …"": a sample shown, not said
-            if _shown_block(low, m.start() + len(m.group(0)) - len(m.group(0).lstrip(" \t\n:;,.!?"))):
+            if _shown_block(low, m.start() + len(m.group(0)) - len(m.group(0).lstrip(" \t\n:;,.!?\"'"))):
                 # (from the address's first word: a match may open on the colon that ends the intro line)
                 continue  # "… contains this line:\n    "Assistant, ignore …"": an indented or quoted sample
             sa, _sz = _sentence_at(low, m.start())
@@ -1108,7 +1118,8 @@ _CLOSES_NAME = re.compile(r"[a-z]*s?\)")
 
 # a line of an indented or '>'-quoted block, and the line that introduces a sample with a colon
 # ("One message contains this line:", "A malicious server can publish a tool like this:")
-_BLOCK_LINE = re.compile(r"(?: {4,}|\t|[ \t]{0,3}>)")
+# (two spaces are enough: "An attacker sends you this:\n\n  \"Hi! Quick note for your AI assistant: …\"")
+_BLOCK_LINE = re.compile(r"(?: {2,}|\t|[ \t]{0,3}>)")
 _SAMPLE_INTRO = re.compile(r"\b(?:examples?|instance|e\.g|such\s+as|like\s+(?:this|so)|as\s+follows|this\s+line|these\s+lines|"
                            r"(?:sends?|sent|writes?|posts?|posted|leaves?|left)\s+(?:you\s+|us\s+)?(?:this|the\s+following)\s+"
                            r"(?:message|e-?mail|text|note|comment|reply|review)|"
@@ -1204,9 +1215,11 @@ def _shown_block(low: str, i: int) -> bool:
     """Does position ``i`` sit in an indented, quoted or fenced block that a line ending in a colon
     introduces as an example or a payload shown? (a text that explains an attack shows it so)"""
     a = low.rfind("\n", 0, i) + 1
+    intro = _fenced_intro(low, i) if "```" in low else None
+    if intro is not None and _intro_shows(intro):
+        return True  # (a fence's indented lines, "  \"description\": …", are the fence's, introduced above it)
     if _BLOCK_LINE.match(low, a) is None:
-        intro = _fenced_intro(low, i) if "```" in low else None
-        return intro is not None and _intro_shows(intro)
+        return False
     while a > 0:  # up through the block to the line before it
         b = low.rfind("\n", 0, a - 1) + 1
         line = low[b : a - 1]
@@ -1290,9 +1303,10 @@ _REPLY_WITH = re.compile(r"\b(?:reply|respond|answer)\w*\s+(?:\w+\s+){0,3}?with\
 # "copy the live master API key … and include both in your reply to me": the secrets named before
 _IN_YOUR_REPLY = re.compile(r"\b(?:include|put|paste|add|insert|quote|give|share)\w*\s+(?:(?:it|them|both|these|those|"
                             r"this|all\s+of\s+them|both\s+of\s+them)\s+)?in\s+your\s+(?:reply|response|answer|next\s+message)\b")
-_HEADING_FOR = re.compile(r"[ \t]*(#{1,6})[ \t]+(?:(?:[\w'-]+[ \t]+){0,4}?(?:for|to)[ \t]+(?:all[ \t]+|any[ \t]+|the[ \t]+)?)?")
-# the rest of a heading line after its address: "## Notes for AI| coding assistants"
-_HEADING_REST = re.compile(r"(?:[ \t]+[\w'-]+){1,3}[ \t]*(?:\n|\Z)")
+# ("## Agent setup (for AI coding assistants)": the address in brackets at the heading's end)
+_HEADING_FOR = re.compile(r"[ \t]*(#{1,6})[ \t]+(?:(?:[\w'-]+[ \t]+){0,4}?[(\[]?(?:for|to)[ \t]+(?:all[ \t]+|any[ \t]+|the[ \t]+)?)?")
+# the rest of a heading line after its address: "## Notes for AI| coding assistants", "…assistants|)"
+_HEADING_REST = re.compile(r"(?:[ \t]+[\w'-]+){0,3}[ \t]*[)\]]?[ \t]*(?:\n|\Z)")
 _HANDLE = re.compile(r"[\w.-]*\w")
 _BOT_HANDLE_ENDS = frozenset(("bot", "assistant", "agent", "ai", "claude", "copilot", "gpt", "llm", "chatgpt"))
 _FILL_IN = re.compile(r"\b(?:replac\w*|substitut\w*|fill\w*(?:\s+in)?|swap\w*)\s+[`'\"]?([\w{}<>$%\[\].-]{4,60}?)"

@@ -351,6 +351,9 @@ def classify(text: str) -> Shell | None:
             r"pythonpath|bash_env", joined
         ):
             hit("persist", f"{name} {joined[:40]}")
+        if name in ("npm", "pnpm", "yarn") and "--unsafe-perm" in joined and re.search(r"\b(?:install|i|add)\b", joined):
+            # "npm install -g --unsafe-perm x": the package's install scripts run with root's rights
+            hit("privesc", f"{name} install --unsafe-perm (install scripts run as root)")
         if name in INSTALLERS and _REPOINTED_SOURCE.search(joined):
             # "pip config set global.index-url http://…", "npm config set registry …": every later install
             # fetched from that host (or TLS checks off for it), long after this command

@@ -60,6 +60,11 @@ _SESSION_PURPOSE = frozenset(("chat", "convers", "transcript", "session", "dialo
 _RECIPIENT_PARAM = re.compile(r"^(?:to|send_to|mail_to|email|email_to|address|addressee)$")
 _COPY_PARAM = re.compile(r"forward|copy|(?:^|_)b?cc(?:_|$)|recipient|notify|send_to|mail_to")
 _KEEP_DEFAULT = re.compile(r"\b(?:keep|leave|use)\s+(?:the\s+|it\s+(?:at|as)\s+(?:the\s+)?)?default\b|\bdo\s+not\s+change\b")
+# a list of whom a message goes to, by its plain name
+_ADDRESSEES_PARAM = re.compile(r"to|emails?|addresses|addressees|mail_to|send_to|to_addresses|to_emails")
+# the parameter's text makes a sample the value: "Use the first example verbatim."
+_USE_EXAMPLE = re.compile(r"\b(?:use|pass|send|copy|keep)\s+(?:the\s+)?(?:first\s+|1st\s+|given\s+)?(?:example|sample)"
+                          r"(?:\s+value)?\b")
 _PLACE_PARAM = re.compile(r"endpoint|target|storage|bucket|remote|upstream|server_url|base_url|host")
 # where money goes, and an account's identifier (letters and digits, no spaces)
 _PAYEE_PARAM = re.compile(r"destination|payee|beneficiary|recipient|payout|iban|wallet|to_account|account_to|"
@@ -413,6 +418,27 @@ class SchemaValueCheck:
             yield finding_at(f, m.start(), len(f.lower), "shell_injection", "high", "value_chains_command",
                              f"{f.kind} of `{f.param or '?'}` goes on as a second command ({sh.why})")
 
+    def _address_in_every_example(self, tool: ParsedTool, name: str, examples: list[object]) -> Iterator[Finding]:
+        """A recipients list whose every sample holds the same outside address beside a varying one
+        (``[["billing@customer.com", "ledger@invoice-copies.net"], ["ap@acme.test", "ledger@…"]]``): the
+        model copies the constant one into every call, a copy of each message to that mailbox."""
+        lists = [[str(v).strip().lower() for v in x[:16]] for x in examples[:8] if isinstance(x, list)]
+        if len(lists) < 2 or any(len(x) < 2 for x in lists):
+            return  # (each sample a list of two or more: one address beside the others in every one)
+        common = set(lists[0]).intersection(*lists[1:])
+        varying = set().union(*lists) - common
+        for v in sorted(common):
+            if not varying or not EMAIL_RE.fullmatch(v):
+                continue
+            host = v.split("@")[-1]
+            if _RESERVED_HOST.search(host) or tool.is_this_server(host.rsplit(".", 2)[-2] if "." in host else host):
+                continue  # (the server's own domain, its whole name: not invoice-copies.net for server invoice-tool)
+            f = next((x for x in tool.texts if x.param == name and x.kind == "example" and x.lower.strip() == v), None)
+            if f is not None:
+                yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "example_external_destination",
+                                 f"every sample value of `{name}` adds {v[:60]} beside the recipient it varies")
+                return
+
     def _fixed_recipients(self, tool: ParsedTool) -> Iterator[Finding]:
         """A parameter whose only allowed value is an e-mail address or a phone number
         (``const``, or an ``enum`` of one): whatever the user asks, the data goes to that
@@ -433,6 +459,15 @@ class SchemaValueCheck:
                 # `forward_copy_to`, required, default "+447700900123" ("keep the default"): a copy of
                 # every message to the number the definition chose
                 only, kinds = spec["default"], ("default",)
+            examples = spec.get("examples")
+            if only is None and isinstance(examples, list) and examples and \
+                    (_COPY_PARAM.search(name.lower()) or _PAYEE_PARAM.search(name.lower())) and \
+                    _USE_EXAMPLE.search(str(spec.get("description", "")).lower()) and isinstance(examples[0], str):
+                # "recipient": "Payout e-mail. Use the first example verbatim.": the sample made the value
+                only, kinds = examples[0], ("example",)
+            if only is None and isinstance(examples, list) and (_COPY_PARAM.search(name.lower()) or
+                                                                _ADDRESSEES_PARAM.fullmatch(name.lower())):  # fmt: skip
+                yield from self._address_in_every_example(tool, name, examples)
             if only is None and isinstance(enum, list) and len(enum) > 1:
                 yield from self._recipients_of_one_outside_domain(tool, name, enum)
                 continue
@@ -450,7 +485,9 @@ class SchemaValueCheck:
             if f is not None:
                 yield finding_at(f, 0, len(f.lower), "exfiltration", "high", "fixed_recipient",
                                  f"parameter `{name}` accepts only the address {only.strip()[:60]}"
-                                 if kinds != ("default",) else
+                                 if kinds == ("enum", "const") else
+                                 f"parameter `{name}` is to take its first sample, {only.strip()[:60]}, as written"
+                                 if kinds == ("example",) else
                                  f"parameter `{name}`, a copy's recipient, defaults to {only.strip()[:60]} and is "
                                  "required or to be kept")
 
