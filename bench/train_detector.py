@@ -5,7 +5,7 @@
     .venv/bin/python bench/train_detector.py --estimate # leave-one-author-out, leave-one-category-out
 
 docs/mcp.md "The learned scorer". Data (never ../shared/eval, never a blind set still to be
-measured; the v3 to v51 blind sets, measured once each, are development data now;
+measured; the v3 to v52 blind sets, measured once each, are development data now;
 ``--exclude v4a --exclude v4b`` trains without v4, to measure the combined detector on it):
 
 * negatives: every sentence of the 1,749 real tools (tests/data/real_tools), every
@@ -89,6 +89,7 @@ from detector import (
     BLIND_V49,
     BLIND_V50,
     BLIND_V51,
+    BLIND_V52,
     DATA,
     _peers_siblings,
     real_tool_defs,
@@ -258,6 +259,9 @@ TRAIN_SETS = (
     "v51a",
     "v51b",
     "v51c",
+    "v52a",
+    "v52b",
+    "v52c",
 )
 
 
@@ -433,6 +437,9 @@ def load_entries() -> dict[str, list[dict[str, Any]]]:
         "v51a": ld(BLIND_V51 / "v51a_tools.json"),
         "v51b": ld(BLIND_V51 / "v51b_tools.json"),
         "v51c": ld(BLIND_V51 / "v51c_tools.json"),
+        "v52a": ld(BLIND_V52 / "v52a_tools.json"),
+        "v52b": ld(BLIND_V52 / "v52b_tools.json"),
+        "v52c": ld(BLIND_V52 / "v52c_tools.json"),
     }
 
 

@@ -129,8 +129,13 @@ def _decode_zw_bits(run: str) -> str | None:
     for zero, one in (("\u200b", "\u200c"), ("\u200c", "\u200b"), ("\u200b", "\u200d"),
                       ("\u200c", "\u200d")):  # fmt: skip
         seps = set(run) - {zero, one}
-        groups = run.split(next(iter(seps))) if len(seps) == 1 else [
-            run[k : k + 8] for k in range(0, len(run), 8)]  # fmt: skip
+        body = run
+        if len(seps) == 1:
+            # (a separator that only brackets the bits, "\u2060…bits…\u2060", frames them: 8 bits a byte inside)
+            body = run.strip(next(iter(seps)))
+            seps = set(body) - {zero, one}
+        groups = body.split(next(iter(seps))) if len(seps) == 1 else [
+            body[k : k + 8] for k in range(0, len(body), 8)]  # fmt: skip
         bits = ["".join("1" if c == one else "0" for c in g if c in (zero, one)) for g in groups]
         if not bits or any(len(b) > 8 or not b for b in bits if b != bits[-1]):
             continue

@@ -120,8 +120,12 @@ ADVERB_IMPERATIVE_RE = re.compile(
 NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn'?t)\s+([a-z]+)\b")
 # the start of a clause, where an imperative verb gives an order: after a leading
 # subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
+# a log line's ISO timestamp, lower-cased ("2025-06-11t09:19:21.411z", "[2025-06-11 09:19:21]")
+LOG_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:z|[+-]\d\d:?\d\d)?\]?"
 CLAUSE_START_RE = re.compile(
     r"(?:^\W*\[{1,2}[a-z/][\w -]{1,20}\]{1,2}\s+|"  # (a tag before it: "[Superseded] Use `x` …", "[[agent-only]] Use …")
+    # (a log line's timestamp before it: "2025-06-11t09:19:21.411z  resolve it by running …")
+    r"^\s*" + LOG_TIMESTAMP + r"\s+|"
     # (a sentence that goes on from the one before: "… to the root package.json:\n    "postinstall": …\nand
     # overwrite the root .npmrc …")
     r"^[^a-z]*(?:and\s+(?=[a-z]))?|[:;.!?]\s+|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:and|then|so|also|otherwise|but)\s+|"
@@ -163,9 +167,11 @@ ADDRESS_RE = re.compile(
     # a vocative at the start of a clause: "Assistant: …", "AI agents, …", "LLM agents: …"
     # (not code, "get(url, { agent }, cb)", nor a product, "Gemini Enterprise Agent Platform:")
     # (not the model as the object of a person's step: "2. Ask the assistant: \"Summarise …\"")
-    r"|(?:^|\n|[.!?;:|]\)?\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*)[^\w\n{]{0,6}"
+    # (or after a CI workflow command: "::notice::AUTOMATED AGENTS: …")
+    r"|(?:^|\n|[.!?;:|]\)?\s|[\[(\"'“,]|\*\s|--\s*|#\s*|//\s*|::(?:notice|warning|error|debug)[^:\n]{0,40}::)[^\w\n{]{0,6}"
     r"(?!(?:ask|asks|asked|tell|tells|told|prompt|prompted|instruct|instructed|let|have|make|use|using)\s)"
-    r"(?:[\w-]+(?:\s+|/)){0,2}?"
+    # (or two kinds of reader joined: "Automated reviewers and coding agents: …")
+    r"(?:(?:automated|ai|llm|bot|machine)\s+[\w-]+\s+(?:and|or|&)\s+|(?:[\w-]+(?:\s+|/)){0,2}?)"
     r"(?:(?:ai|llm|automated|autonomous|coding|support|other)\s+){0,2}"
     r"(?:assistants?|agents?|llms?|copilot|claude|ai|bots)\b(?!\s+" + PRODUCT_NOUN + r"\b)"
     # (not the subject of a statement: "…, and the assistant follows the hidden text, e.g. …")
@@ -234,8 +240,8 @@ CONCEAL_RE = re.compile(
     r"disclos(?:e|ing)|report(?:ing)?|explain(?:ing)?|describ(?:e|ing)|alert(?:ing)?|warn(?:ings?)?|show(?:ing)?|"
     r"display(?:ing)?|"
     r"surfac(?:e|ing)|bring(?:ing)?\s+(?:it\s+|this\s+|that\s+|them\s+)?up|"
-    r"point(?:ing)?\s+out|"
-    r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|repeat(?:ing)?\s+(?:it|them|this)\s+back|"
+    r"point(?:ing)?\s+(?:(?:it|them|this|these|that|those)\s+)?out|"
+    r"bother(?:ing)?|flag(?:ging)?|comment(?:ing)?\s+on|(?:repeat|quot|echo)(?:e|es|ing)?\s+(?:it|them|this|these)\s+back|"
     r"list(?:ing)?\s+what|summari[sz](?:e|ing)\s+that|let(?:ting)?\s+(?:the\s+)?user\s+know|"
     r"be\s+(?:mentioned|told|reported|shown|displayed|revealed|explained|notified|informed|flagged))\b"
     r"|\b(?:need\s+not|needn'?t|does\s+not\s+need\s+to|doesn'?t\s+need\s+to|should\s+not|must\s+not)"
@@ -375,6 +381,11 @@ CONSENT_RE = re.compile(
 NEGATED_CLAUSE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shall\s+not)\b[^.;:]{0,60}$")
 
 
+_CONDEMNED_AFTER = re.compile(r"\s+(?:is|are|may\s+be|can\s+be|would\s+be|counts\s+as)\s+(?:strictly\s+|usually\s+|often\s+)?"
+                              r"(?:illegal|unlawful|forbidden|prohibited|not\s+(?:allowed|permitted)|a\s+(?:crime|criminal\s+offen[cs]e)|"
+                              r"against\s+(?:the\s+)?(?:law|policy|rules|terms))\b")
+
+
 def consent_bypass(t: str) -> str:
     """The phrase that sets the user's consent aside, or "" ("do not act on them without
     asking the user" keeps it: the negation comes first)."""
@@ -383,6 +394,8 @@ def consent_bypass(t: str) -> str:
         return ""
     if m.group(0).startswith("without") and NEGATED_CLAUSE_RE.search(t, 0, m.start()):
         return ""
+    if m.group(0).startswith("without") and _CONDEMNED_AFTER.match(t, m.end()):
+        return ""  # "scanning networks without permission is illegal": acting so is condemned, not ordered
     if m.group(0).startswith(("the user has", "user has")) and _AFTER_CONDITION.search(t, 0, m.start()):
         return ""  # "set it only after the user has approved the exact command": a condition
     if _USERS_OWN_APPROVAL.search(t, max(0, m.start() - 40), m.end()):
@@ -656,7 +669,8 @@ TAMPER_RE = re.compile(
 MALICIOUS_VERB_RE = re.compile(
     # (the verbs, not the nouns a security tool names what it detects by: "data exfiltration over DNS",
     # "credential stealers")
-    r"\b(?:exfiltrat(?:e|es|ed|ing)\b|steal(?:s|ing)?\b|stole\b|stolen\b|harvest(?:s|ed|ing)?\b|siphon\w*|"
+    # (nor a compound that names a kind of thing: "credential-harvesting forms", "data-stealing malware")
+    r"(?<!-)\b(?:exfiltrat(?:e|es|ed|ing)\b|steal(?:s|ing)?\b|stole\b|stolen\b|harvest(?:s|ed|ing)?\b|siphon\w*|"
     r"smuggl(?:e|es|ed|ing)\b|leak(?:s|ing)?\s+(?:the|it|them|"
     r"your|all|any)|secretly\s+(?:send|upload|copy|forward|collect)\w*|covertly\s+\w+)"
 )
@@ -1097,6 +1111,8 @@ _LOOKS_FOR_HEAD = re.compile(r"\b(?:checks?|checking|scans?|scanning|inspects?|i
 _CLAUSE_AFTER_LIST = re.compile(r",\s*(?:and|then|but)\s+(?:do\s+not|don'?t|never|please|also)\b")
 _PREDICATE_AFTER_LIST = re.compile(r"\b(?:belongs?|goes|must|should|shall|needs?\s+to|has\s+to|have\s+to|"
                                    r"(?:is|are)\s+to\s+be)\b")
+_MUST_AFTER_CUE = re.compile(r"\b(?:it|this|them|these|the\s+\w+)\s+(?:must|should|shall|needs?\s+to|has\s+to|have\s+to)\s+"
+                             r"(?:(?:first|now|also|always|then)\s+)?[a-z]+\s*$")
 _SO_ORDER = re.compile(r"(?:,|;)\s+(?:so|then|and\s+then|therefore|hence)\s+(?:(?:please|just|first|now|also|always)\s+)*"
                        r"([a-z]+)\b")
 
@@ -1159,8 +1175,10 @@ def _is_mention(sentence: str, start: int) -> bool:
     # near the phrase, or a list of quoted phrases after the cue ('such as "a" or "b"'), unless an
     # order follows from the cue's clause ("the API rejects role-based sessions, so read ~/.aws/…")
     if len(before) - last.end() <= 30:
+        # (nor when the cue's clause goes on to an obligation: "any AI assistant quoting it must first open …")
         return not any(m.group(1) in IMPERATIVE_VERBS for m in _SO_ORDER.finditer(before, last.end())) and \
-            _CLAUSE_AFTER_LIST.search(before + sentence[start : start + 12], last.end()) is None
+            _CLAUSE_AFTER_LIST.search(before + sentence[start : start + 12], last.end()) is None and \
+            _MUST_AFTER_CUE.search(before, last.end()) is None
     between = before[last.end() :]
     if (oq := _OPEN_QUOTE_AFTER_CUE.match(before, last.end())) is not None and \
             _CLOSING_QUOTE.get(q := oq.group(1), q) not in before[oq.end() :]:  # fmt: skip

@@ -476,7 +476,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
             if generic:  # a generic word ("fetch") counts as the tool only when named as one,
                 near = t[max(0, ms - 14) : me + 14]  # here or elsewhere in the same text
                 fl = sent.field.lower  # ("The `browse` tool is slow … given to browse")
-                if not _NAMED_NEAR.search(near) and f"`{pl}`" not in fl and f"{pl} tool" not in fl:
+                if not _NAMED_NEAR.search(near) and f"`{pl}`" not in fl and f"{pl} tool" not in fl and \
+                        not _of_its_server(t, me, tool.peers[pl].server if pl in tool.peers else None):  # fmt: skip
                     continue
             add(_tool_obj(pl, ms, me, t, tool, own))
     # "call contacts.export with format "vcf"", "call mail.delete on this message": server.tool, unticked
@@ -729,7 +730,7 @@ _OUTPUT_BEFORE = re.compile(r"\b(?:output|result|results|contents?|dump|printout
 _SET_BEFORE = re.compile(r"\bset\s+$")
 _TO_AFTER = re.compile(r"\s+to\s")
 _PARAM_AFTER = re.compile(r"\s+(?:parameter|argument|field|param|property)\b")
-_PARAM_SET = re.compile(r"\s*=\s*[\w'\"]")
+_PARAM_SET = re.compile(r"\s*=\s*[\w'\"]|\s*:\s*(?:true|false|yes|no|on|off|\d)\b")  # "force=true", "force: true"
 
 
 def _word_spans(t: str, w: str) -> list[tuple[int, int]]:
@@ -878,6 +879,18 @@ def _dotted_tool_obj(srv: str, name: str, ms: int, me: int, t: str, tool: Parsed
     if o.klass == "unknown" and srv.replace("-", "_") not in (tool.server or "").replace("-", "_"):
         o = Obj("tool", name, ms, me, "other_server", srv, o.topic)
     return o
+
+
+def _of_its_server(t: str, end: int, server: str | None) -> bool:
+    """Is the word followed by its own server's name ("upload from cloudconvert-free"): the tool named as
+    that server's, however plain its name?"""
+    if not server:
+        return False
+    m = _OF_SERVER_AFTER.match(t, end)
+    return m is not None and m.group(1) == server.lower()
+
+
+_OF_SERVER_AFTER = re.compile(r"\s+(?:from|of|on|in)\s+(?:the\s+)?`?([\w.-]+)`?")
 
 
 def _this_named_server(name: str, tool: ParsedTool) -> bool:

@@ -88,6 +88,11 @@ _EXTRA_ADDRESS_RE = re.compile(
     r"(?!\s*" + lx.TAG_NOUN + ")"  # (not "an <IMPORTANT> block in a tool")
     # "(for the assistant)", "For AI shopping assistants:", "any automated assistant reading this issue"
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|ai|bots?|operators?)\s*[)\]]"
+    # "[to the assistant processing this ticket]": the bracketed reader, named by what it does
+    r"|[(\[]\s*(?:note\s+)?(?:for|to)\s+(?:the\s+|any\s+)?(?:ai\s+)?(?:assistants?|agents?|models?|bots?)\s+"
+    r"(?:reading|processing|handling|triaging|summari[sz]ing|answering|working\s+on)\s+this\s+[\w-]+\s*[)\]]"
+    # "whoever (or whatever agent) is fixing this should …": people and the model, spoken to together
+    r"|\bwhoever\s*\(\s*(?:or\s+)?(?:whatever|whichever|any)\s+(?:ai\s+)?(?:agents?|assistants?|bots?|models?)\s*\)"
     # "(for the triage agent)": an agent named by the work it automates
     r"|[(\[]\s*(?:[\w-]+\s+)?for\s+(?:the\s+|any\s+)?(?:triage|coding|code|review|repair|autofix|"
     r"ci|sre|devops|research|browsing|shopping|inbox)\s+(?:agents?|assistants?|bots?)\s*[)\]]"
@@ -742,7 +747,8 @@ class ResultScanner:
                     _LABEL_WORD.search(low, max(0, m.start() + k - 16), m.start() + k) is None:  # fmt: skip
                 continue  # "Always CC Frau Kessler (assistant, k.kessler@…) on invoices": a person's job
             if _HUMAN_AGENT_LABEL.search(m.group(0)) or (
-                    (k := m.group(0).find("agent (")) >= 0 and _HUMAN_AGENT_LABEL.match(low, m.start() + k)):
+                    (k := m.group(0).find("agent (")) >= 0 and _HUMAN_AGENT_LABEL.match(low, m.start() + k)) or (
+                    (k := m.group(0).find("(agent")) >= 0 and _HUMAN_AGENT_LABEL.match(low, m.start() + k)):
                 continue  # "Agent reply: Hi Ahmed, …": a support agent's reply, not words to the model
             if _SAMPLE_LABEL_BEFORE.search(low, max(0, m.start() - 24), m.start() + 1):
                 continue  # "Example system prompt: "You are …"": a sample shown, not said
@@ -1382,7 +1388,11 @@ _HUMAN_AGENT_LABEL = re.compile(r"\bagent\s+(?:reply|replied|response|responded)
                                 r"|\bagent\s*\(\s*(?!(?:important|urgent|note|notice|ai|llm|system|priority|action|required|"
                                 r"mandatory|automated|autonomous|read|only|instructions?|critical|security|override|internal)\b)"
                                 r"[^\W\d_]{2,20}(?:[ .-][^\W\d_]{1,20})?\s*,\s*(?:customer\s+)?(?:support|service|help\s*desk|"
-                                r"billing|sales|success|care|team|tier\s*\d)\s*\)\s*:")
+                                r"billing|sales|success|care|team|tier\s*\d)\s*\)\s*:"
+                                # "--- internal note (agent: Dana) ---": the note's author, a support agent
+                                r"|\(\s*(?:support\s+|human\s+|live\s+)?agent\s*:\s*(?!(?:run|read|send|call|ignore|comply|delete|do|use|"
+                                r"stop|obey|follow|execute|open|reply|forward|post|share|reveal|print|fetch|please|always|never|"
+                                r"note|important|urgent)\b)[^\W\d_]{2,20}(?:[ .-][^\W\d_]{1,20})?\s*\)")
 # a person's job in parentheses after their name: "Frau Kessler (assistant, k.kessler@…)", "Ana (executive
 # assistant to the CEO)"; not after a label ("Note (assistant, read this): …")
 _ROLE_IN_PARENS = re.compile(r"\(\s*(?:executive\s+|personal\s+|administrative\s+|office\s+|team\s+|legal\s+|"
@@ -1782,7 +1792,10 @@ def _is_label(t: str, who: str) -> bool:
     k = t.find(who)
     rest = t[k + len(who) : k + len(who) + 3].lstrip()
     return who.rstrip().endswith((":", ",", ")", "]", ">", "=")) or rest.startswith((":", ",", "=")) or \
-        not t[:k].strip(" \t\n([*#>-\"'")  # fmt: skip
+        not _LOG_TIMESTAMP_AT.sub("", t[:k], count=1).strip(" \t\n([*#>-\"'")  # fmt: skip
+
+
+_LOG_TIMESTAMP_AT = re.compile(r"^\s*" + lx.LOG_TIMESTAMP)  # (a log line's own timestamp is no words before it)
 
 
 def _sentence_at(low: str, i: int) -> tuple[int, int]:
