@@ -100,6 +100,7 @@ BLIND_V49 = DATA / "detector_blind_v49"
 BLIND_V50 = DATA / "detector_blind_v50"
 BLIND_V51 = DATA / "detector_blind_v51"
 BLIND_V52 = DATA / "detector_blind_v52"
+BLIND_V53 = DATA / "detector_blind_v53"
 THRESHOLD = "high"
 FROZEN_SHA256 = {
     "test_tools.json": "738c33e4a8ff1209bcd1dba6c64aaff2efdcb9950353821aff8f838adb22dabd",

@@ -341,6 +341,8 @@ CONSENT_RE = re.compile(
     r"(?:(?:\w+\s+){1,3}?or\s+)?"
     r"(?:ask(?:ing)?|wait(?:ing)?\s+for|check(?:ing)?\s+with|confirm(?:ing)?\s+with|prompt(?:ing)?)"
     # not "do not ask the user to select a version": asking for input is not asking for consent
+    # (nor asking a tool or a service to do something: "do not ask the tool to translate them")
+    r"(?!\s+(?:the\s+|this\s+)?(?:tool|server|service|api|model|engine)\s+to\s+\w+)"
     r"(?!(?:\s+(?:the\s+)?(?:user|them|him|her|employee|customer|patient|client|caller|member|student|"
     r"person|people|requester|applicant)s?)?\s+(?:to\s+(?!confirm|approve|allow|authori[sz]e)\w+|"
     r"which|what|whether|for\s+(?!confirmation|approval|permission|consent)\w+))"

@@ -250,6 +250,9 @@ _IP_HINT = re.compile(r"\d\.\d")
 _IBANISH = re.compile(r"\b[a-z]{2}\d{2}[a-z0-9 ]{11,}")
 
 
+_CONFIG_KEY_HOSTS = frozenset(("user.email", "author.email", "committer.email", "sendemail.email"))
+
+
 def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
                  toks: set[str] | None = None) -> list[Obj]:  # fmt: skip
     """Objects in one sentence (positions relative to ``sent.text``)."""
@@ -267,6 +270,8 @@ def find_objects(sent: Sentence, tool: ParsedTool, peer_hits: frozenset[str],
     def add_net(text: str, s: int, e: int, kind: str, klass: str = "") -> None:
         host = _host_of(text) if kind == "url" else text.split("@")[-1] if kind == "email" else text
         host = host.rstrip(".,;:")
+        if kind == "host" and host in _CONFIG_KEY_HOSTS:
+            return  # "user.email": a git configuration key, not a host under the .email domain
         if not any(ch.isalnum() for ch in host) or (kind == "url" and "://" in text and not any(
                 ch.isalnum() for ch in text.split("://", 1)[1].split("/", 1)[0])):  # fmt: skip
             return  # "https://..." in a syntax example: no address at all

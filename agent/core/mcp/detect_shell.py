@@ -68,6 +68,8 @@ _CLOUD_GRANT = re.compile(r"\biam\s+(?:attach|put)-(?:user|group|role)-policy\b|
                           r"\biam\s+update-assume-role-policy\b|add-iam-policy-binding\b|"
                           r"\brole\s+assignment\s+create\b|administratoraccess|roles/(?:owner|editor)\b",
                           re.IGNORECASE)
+# the code an interpreter is given, as a placeholder of a syntax hint: `sh -c '...'`, `python -c "<code>"`
+_PLACEHOLDER_CODE = re.compile(r"[\"']?(?:\.\.\.|\u2026|<[\w -]{1,30}>)[\"']?")
 _SQL_CLIENTS = frozenset(("psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "cqlsh", "mongo",
                           "mongosh", "redis-cli"))
 _SQL_DESTROYS = re.compile(r"\bdrop\s+(?:table|database|schema|keyspace|collection)\b|\btruncate\s+(?:table\s+)?[\w\"]|"
@@ -257,7 +259,8 @@ def classify(text: str) -> Shell | None:
                 (name == "tar" and "--extract" in args) or name == "unzip" or \
                 (name in ("7z", "7za") and args[:1] == ["x"]):  # fmt: skip
             has_unpack = True
-        if name in INTERPRETERS and (any(a in ("-c", "-e", "-s", "-") for a in args) or not args):
+        if name in INTERPRETERS and (any(a in ("-c", "-e", "-s", "-") for a in args) or not args) and not (
+                args[:1] in (["-c"], ["-e"]) and len(args) == 2 and _PLACEHOLDER_CODE.fullmatch(args[1])):
             has_interp_exec = True
             hit("eval", f"{name} runs code it is given")
         if name in ("powershell", "pwsh", "cmd") and re.search(

@@ -133,7 +133,9 @@ _SYSTEM_BEHAVES = re.compile(r"\b(?:fails?|drops?|dropped|ignores?|ignored|skips
 _DESCRIBE_VERB = re.compile(r"\b(?:describe|explain|narrate|repeat|list|spell|read|recite|summari[sz]e|walk)")
 # (a piece-by-piece manner, not "in detail", which may still keep the point from the user)
 _MANNER = re.compile(r"[^.;]{0,40}?\b(?:pixel\s+by\s+pixel|line\s+by\s+line|word\s+for\s+word|cell\s+by\s+cell|"
-                     r"row\s+by\s+row|value\s+by\s+value|one\s+by\s+one)\b")
+                     r"row\s+by\s+row|value\s+by\s+value|one\s+by\s+one|"
+                     # "do not describe every data point again in text": the chart shows them, nothing withheld
+                     r"(?:every|each|all)\b[^.;]{0,30}?\bagain)\b")
 _INSTEAD_OF_SHOWING = re.compile(r"[^.;]{0,50}?\binstead\s+of\s+(?:showing|displaying|including|rendering|printing|"
                                  r"quoting|pasting|embedding)\b")
 _SESSION_SOURCE = re.compile(r"\b(?:(?:in|from|during)\s+(?:the\s+|this\s+|your\s+)?(?:current\s+|present\s+|ongoing\s+)?"
