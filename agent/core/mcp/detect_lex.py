@@ -122,6 +122,8 @@ NEGATED_IMPERATIVE_RE = re.compile(r"\b(?:do\s+not|don'?t|never|must\s+not|mustn
 # subordinate clause ("Before X, run …"), a colon/semicolon or a joining word
 # a log line's ISO timestamp, lower-cased ("2025-06-11t09:19:21.411z", "[2025-06-11 09:19:21]")
 LOG_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:z|[+-]\d\d:?\d\d)?\]?"
+# the timestamp that opens a log line, with the blanks after it: what is said starts after it
+LOG_TIMESTAMP_LEAD_RE = re.compile(r"^\s*" + LOG_TIMESTAMP + r"\s*")
 CLAUSE_START_RE = re.compile(
     r"(?:^\W*\[{1,2}[a-z/][\w -]{1,20}\]{1,2}\s+|"  # (a tag before it: "[Superseded] Use `x` …", "[[agent-only]] Use …")
     # (a log line's timestamp before it: "2025-06-11t09:19:21.411z  resolve it by running …")

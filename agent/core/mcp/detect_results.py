@@ -1792,10 +1792,8 @@ def _is_label(t: str, who: str) -> bool:
     k = t.find(who)
     rest = t[k + len(who) : k + len(who) + 3].lstrip()
     return who.rstrip().endswith((":", ",", ")", "]", ">", "=")) or rest.startswith((":", ",", "=")) or \
-        not _LOG_TIMESTAMP_AT.sub("", t[:k], count=1).strip(" \t\n([*#>-\"'")  # fmt: skip
+        not lx.LOG_TIMESTAMP_LEAD_RE.sub("", t[:k], count=1).strip(" \t\n([*#>-\"'")  # fmt: skip
 
-
-_LOG_TIMESTAMP_AT = re.compile(r"^\s*" + lx.LOG_TIMESTAMP)  # (a log line's own timestamp is no words before it)
 
 
 def _sentence_at(low: str, i: int) -> tuple[int, int]:

@@ -760,7 +760,7 @@ def find_cues(t: str, toks: set[str], first: bool, foreign: bool, verbs: bool = 
                     not _NOUN_SUBJECT.match(t, m.end(1)) and not _LIST_ITEM_END.match(t, m.end(1)) and \
                     not (v in _SAME_FORM_PARTICIPLES and _BY_AGENT.match(t, m.end(1))) and \
                     not _in_noun_list(t, m.start(1)) and not _coordinated_verb(t, m.start(0), m.start(1)):  # fmt: skip
-                c.directive, c.kind = _TIMESTAMP_LEAD.sub("", m.group(0).strip(" ,:;([")), "imperative"
+                c.directive, c.kind = lx.LOG_TIMESTAMP_LEAD_RE.sub("", m.group(0).strip(" ,:;([")), "imperative"
                 break
     if not c.directive:
         # a leading adverbial phrase, at the start of the sentence or of a clause:
@@ -975,7 +975,6 @@ def cues_of(t: str, first: bool, foreign: bool, verbs: bool = True, framed: bool
                 c.write_verb, c.read_verb)  # fmt: skip
 
 
-_TIMESTAMP_LEAD = re.compile(r"^" + lx.LOG_TIMESTAMP + r"\s+")
 # the polite imperative of Japanese and Chinese ("…てください", "请…", "务必"), and their verbs of writing a file
 _CJK_ORDER = re.compile(r"(?:て|で)(?:ください|下さい)|してください|しなさい|必ず|请|請|务必|務必|必须|必須")
 _CJK_WRITE = re.compile(r"書き込|書き換|追記|追加|保存|上書き|写入|寫入|添加|修改|覆盖|覆蓋")
